@@ -1,0 +1,20 @@
+"""``python -m watcher <command>``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from watcher import convert
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m watcher", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    convert.add_parser(sub)
+    args = parser.parse_args(argv)
+    return convert.run(args, sys.stdout, sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

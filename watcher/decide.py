@@ -91,7 +91,9 @@ def decide_request(
     """Decide for an already validated request (the webhook's hot path)."""
     del manager  # the path, not the event, carries the manager; kept for a uniform signature
     if contract not in CONTRACTS:
-        return Decision(False, Reason.INVALID_REVIEW, f"unknown contract {contract!r}", uid=request.uid)
+        return Decision(
+            False, Reason.INVALID_REVIEW, f"unknown contract {contract!r}", uid=request.uid
+        )
     op = request.operation
     if op == "CONNECT":
         message = f"operation CONNECT not supported for {request.kind.go_string()}"
@@ -181,9 +183,7 @@ def _owner(obj: Mapping[str, Any], key: ObjectKey) -> ObjectKey | str:
         return "resource owner name could not be determined"
     parts = value.split("/")
     if len(parts) != 2:
-        return (
-            f"annotation {OWNED_BY_ANNOTATION} not set correctly on resource {key}: {value}"
-        )
+        return f"annotation {OWNED_BY_ANNOTATION} not set correctly on resource {key}: {value}"
     return ObjectKey(parts[0], parts[1])
 
 

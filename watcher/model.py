@@ -96,7 +96,9 @@ class AdmissionRequest:
 def _field(obj: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
     value = obj.get(key)
     if value is not None and not isinstance(value, kind):
-        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        expected = (
+            kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        )
         raise InvalidAdmissionReview(
             f"{where}.{key} must be {_json_type_name(expected)}, got {_json_type_of(value)}"
         )

@@ -1,0 +1,48 @@
+# Two commands matter: `make e2e` (the main job) and `make test` (the fast suite).
+# Everything else is a building block they call.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+XDIST  ?= auto
+REPORT_DIR ?= reports
+
+.PHONY: setup lint test e2e e2e-tests binaries bench clean help
+
+help:
+	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
+	@echo "make e2e       main job: build binaries, start clusters + gateway, run scenarios, report"
+	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
+	@echo "make bench     benchmarks; writes docs/benchmarks.md"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+setup: $(STAMP)
+
+lint: setup
+	$(VENV)/bin/ruff format --check watcher harness tests
+	$(VENV)/bin/ruff check watcher harness tests
+	$(VENV)/bin/mypy watcher harness
+	$(VENV)/bin/lint-imports
+
+test: lint
+	$(VENV)/bin/pytest -n $(XDIST) -q
+
+binaries: setup
+	$(PY) -m harness.clusters.binaries ensure
+
+e2e-tests: binaries
+	$(VENV)/bin/pytest -n $(XDIST) -q -m e2e
+
+e2e: e2e-tests
+
+bench: setup
+	$(VENV)/bin/pytest -q -m bench -p no:xdist -s
+
+clean:
+	rm -rf $(VENV) $(REPORT_DIR) .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,186 @@
+"""The admission endpoint: HTTP decoding around ``decide_request`` and ``Delivery``.
+
+``POST /validate/<manager>`` is the only route. A review that parses is always answered
+``allowed: true`` (a watcher must never block a write); one that does not parse gets a
+4xx with ``{"error": ...}`` saying what is wrong, where upstream answered 200 with an
+empty body, which the API server reports as an opaque webhook failure.
+
+Messages are upstream's, with one intentional difference: in async mode an event that
+was queued is answered ``kcp request queued`` (delivery happens after the answer, so
+``kcp request succeeded`` would be a claim we cannot make yet).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from watcher.decide import KCP_REQUEST_FAILED, Reason, decide_request
+from watcher.errors import InvalidAdmissionReview
+from watcher.model import Contract, admission_response, encode_event, parse_admission_review
+from watcher.paths import event_path, validate_manager_name
+from watcher.webhook.coalesce import Offer
+from watcher.webhook.delivery import Delivery
+from watcher.webhook.metrics import FailReason, WebhookMetrics
+
+log = logging.getLogger("watcher.webhook.admission")
+
+KCP_REQUEST_QUEUED = "kcp request queued"
+SECURITY_HEADERS = {
+    "Strict-Transport-Security": "max-age=31536000; includeSubDomains",
+    "Content-Security-Policy": "default-src 'self'",
+}
+MISSING_KCP_CONFIG = f"{KCP_REQUEST_FAILED}: KCP_ADDR or KCP_CONTRACT is not set"
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    """What the handler needs to know besides its collaborators."""
+
+    kcp_addr: str | None
+    kcp_contract: Contract | None
+    mode: str = "async"
+    max_body_bytes: int = 8 * 1024 * 1024
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, error: str) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+
+
+def error_response(status: int, error: str, **headers: str) -> web.Response:
+    return web.json_response({"error": error}, status=status, headers=headers or None)
+
+
+class AdmissionHandler:
+    """Turns one HTTP request into one admission answer."""
+
+    def __init__(
+        self,
+        *,
+        config: AdmissionConfig,
+        delivery: Delivery,
+        metrics: WebhookMetrics,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.delivery = delivery
+        self.metrics = metrics
+        self.clock = clock
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        start = self.clock()
+        self.metrics.admission_requests.inc()
+        try:
+            return await self._handle(request)
+        except _BadRequest as exc:
+            self.metrics.admission_errors.inc()
+            log.debug("admission request rejected (%d): %s", exc.status, exc.error)
+            extra = {"Allow": "POST"} if exc.status == 405 else {}
+            return error_response(exc.status, exc.error, **extra)
+        finally:
+            self.metrics.request_duration.set(self.clock() - start)
+
+    async def _read_review(self, request: web.Request) -> tuple[str, Any]:
+        if request.method != "POST":
+            raise _BadRequest(405, f"method {request.method} is not allowed; use POST")
+        manager = request.match_info.get("manager", "")
+        try:
+            validate_manager_name(manager)
+        except ValueError as exc:
+            raise _BadRequest(400, f"manager in path /validate/<manager> {exc}") from None
+        limit = self.config.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            raise _BadRequest(413, f"body of {request.content_length} bytes exceeds {limit}")
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise _BadRequest(413, f"body exceeds {limit} bytes") from None
+        if not raw:
+            raise _BadRequest(400, "body is empty; expected an AdmissionReview")
+        try:
+            return manager, json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _BadRequest(400, f"body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise _BadRequest(400, "body is nested too deeply") from None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        manager, review = await self._read_review(request)
+        try:
+            admission = parse_admission_review(review)
+        except InvalidAdmissionReview as exc:
+            raise _BadRequest(400, f"invalid AdmissionReview: {exc}") from None
+        contract: Contract = self.config.kcp_contract or "v2"
+        decision = decide_request(admission, manager=manager, contract=contract)
+        if decision.send and decision.event is not None:
+            self.metrics.kcp_requests.inc()
+            path = event_path(contract, manager)
+            message = await self._send(path, encode_event(decision.event, contract))
+        else:
+            message = decision.message
+            if decision.reason is Reason.INVALID_SUBRESOURCE:
+                self.metrics.fail(FailReason.INVALID_SUBRESOURCE)
+            elif decision.reason is Reason.UNKNOWN_OWNER:
+                self.metrics.fail(FailReason.UNKNOWN_OWNER)
+        log.debug(
+            "admission %s %s %s/%s reason=%s message=%r",
+            admission.uid,
+            admission.operation,
+            admission.namespace,
+            admission.name,
+            decision.reason.value,
+            message,
+        )
+        body = admission_response(admission.uid, message, admission.api_version)
+        return web.json_response(body)
+
+    async def _send(self, path: str, body: bytes) -> str:
+        if not self.config.kcp_addr or not self.config.kcp_contract:
+            self.metrics.fail(FailReason.MISSING_ADDRESS_OR_CONTRACT)
+            return MISSING_KCP_CONFIG
+        if self.config.mode == "sync":
+            _, message = await self.delivery.deliver_now(path, body)
+            return message
+        outcome = self.delivery.submit(path, body)
+        if outcome is Offer.REJECTED:
+            if self.delivery.closing:
+                return f"{KCP_REQUEST_FAILED}: webhook is shutting down"
+            return f"{KCP_REQUEST_FAILED}: delivery queue is full"
+        return KCP_REQUEST_QUEUED
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Unknown paths and other framework errors answer JSON too, never an HTML page."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(exc.status, exc.reason)
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    del request
+    response.headers.update(SECURITY_HEADERS)
+
+
+def build_app(handler: AdmissionHandler) -> web.Application:
+    """The aiohttp application; ``client_max_size`` enforces the body limit while reading."""
+    app = web.Application(middlewares=[json_errors], client_max_size=handler.config.max_body_bytes)
+    app.router.add_route("*", "/validate", handler.handle)
+    app.router.add_route("*", "/validate/{manager:.*}", handler.handle)
+    app.on_response_prepare.append(_security_headers)
+    return app

@@ -1,0 +1,77 @@
+"""Listener configuration: one frozen object, validated when built."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from typing import Literal
+
+from watcher.errors import ConfigError
+from watcher.listener.verify import VerifyHook
+from watcher.model import CONTRACTS, Contract
+from watcher.paths import event_path, validate_manager_name
+
+IdentityMode = Literal["xfcc", "direct-mtls"]
+"""Where the runtime id comes from.
+
+``xfcc``: behind the KCP gateway, which verified the client certificate and forwards it
+in ``X-Forwarded-Client-Cert``. ``direct-mtls``: no gateway; the listener terminates
+mTLS itself and reads the TLS peer certificate. XFCC headers are then ignored, because
+any client could send one.
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListenerConfig:
+    component: str
+    contract: Contract = "v2"
+    host: str = "127.0.0.1"
+    port: int = 0
+    ssl_context: ssl.SSLContext | None = None
+    identity: IdentityMode = "xfcc"
+    buffer_size: int = 64
+    backpressure_timeout: float = 5.0
+    retry_after_seconds: int = 1
+    verify_hooks: tuple[VerifyHook, ...] = ()
+    max_body_bytes: int = 16384
+    max_xfcc_bytes: int = 32768
+    serve_metrics: bool = True
+    shutdown_timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        try:
+            validate_manager_name(self.component)
+        except ValueError as exc:
+            raise ConfigError(f"component: {exc}") from None
+        if self.contract not in CONTRACTS:
+            raise ConfigError(
+                f"contract must be one of {', '.join(CONTRACTS)}, got {self.contract!r}"
+            )
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be in 0..65535, got {self.port}")
+        if self.identity not in ("xfcc", "direct-mtls"):
+            raise ConfigError(f"identity must be 'xfcc' or 'direct-mtls', got {self.identity!r}")
+        if self.identity == "direct-mtls" and (
+            self.ssl_context is None or self.ssl_context.verify_mode != ssl.CERT_REQUIRED
+        ):
+            raise ConfigError(
+                "identity 'direct-mtls' needs an ssl_context that requires client "
+                "certificates (verify_mode CERT_REQUIRED); see watcher.listener.tls"
+            )
+        for name in ("buffer_size", "retry_after_seconds"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("backpressure_timeout", "shutdown_timeout"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("max_body_bytes", "max_xfcc_bytes"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+
+    @property
+    def event_path(self) -> str:
+        return event_path(self.contract, self.component)
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.ssl_context is None else "https"

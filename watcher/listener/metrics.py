@@ -1,0 +1,85 @@
+"""Prometheus metrics of one listener, in a registry of its own.
+
+Several listeners run in one process during tests (and could in an operator), so nothing
+goes to prometheus-client's global registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# Request-level rejection reasons (label values of ``rejected_total``).
+REJECT_BODY_TOO_LARGE = "body-too-large"
+REJECT_METHOD = "method-not-allowed"
+REJECT_CONTRACT = "wrong-contract"
+REJECT_UNREADABLE = "unreadable-body"
+REJECT_INVALID_EVENT = "invalid-event"
+REJECT_CLIENT_CERT = "invalid-client-cert"
+REJECT_COMMON_NAME = "invalid-common-name"
+REJECT_VERIFY_ERROR = "verify-hook-error"
+REJECT_VERIFICATION = "verification-failed"
+REJECT_BACKPRESSURE = "backpressure-timeout"
+REJECT_SHUTDOWN = "shutting-down"
+
+
+class ListenerMetrics:
+    """The counters the handler updates, plus gauges read from the stream on scrape."""
+
+    def __init__(self, *, buffered: Callable[[], int], waiting: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "watcher_listener_requests",
+            "HTTP requests answered, by status code.",
+            ["code"],
+            registry=self.registry,
+        )
+        self.accepted = Counter(
+            "watcher_listener_events_accepted",
+            "Events handed to the event stream.",
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "watcher_listener_events_rejected",
+            "Requests answered with an error, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.verification_failed = Counter(
+            "watcher_listener_verification_failed",
+            "Events a verify hook refused (HTTP 403), by the hook's reason category.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.backpressure_timeouts = Counter(
+            "watcher_listener_backpressure_timeouts",
+            "Events answered 503 because the consumer did not keep up.",
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "watcher_listener_request_duration_seconds",
+            "Time from request start to response, including backpressure waits.",
+            registry=self.registry,
+        )
+        buffered_gauge = Gauge(
+            "watcher_listener_buffered_events",
+            "Events accepted but not yet consumed.",
+            registry=self.registry,
+        )
+        buffered_gauge.set_function(lambda: float(buffered()))
+        waiting_gauge = Gauge(
+            "watcher_listener_waiting_requests",
+            "Requests waiting for room in the event buffer.",
+            registry=self.registry,
+        )
+        waiting_gauge.set_function(lambda: float(waiting()))
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """A sample's current value (0 when never observed); for tests and health checks."""
+        sample = self.registry.get_sample_value(name, labels or {})
+        return 0.0 if sample is None else sample
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return generate_latest(self.registry)

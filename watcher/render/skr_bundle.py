@@ -1,0 +1,190 @@
+"""The SKR install bundle: the webhook's Secret, Services and Deployment.
+
+Pure. Shaped as KLM installs the upstream webhook into every SKR (reference §2): the TLS
+Secret ``skr-webhook-tls`` mounted at ``/app/etc/ssl``, Service ``skr-webhook`` 443→8443,
+a metrics Service on 2112, and a locked-down single-replica Deployment. Objects are
+returned in apply order (Secret, Services, Deployment).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from watcher.errors import CertificateError
+
+NAME = "skr-webhook"
+NAMESPACE = "kyma-system"
+TLS_SECRET = "skr-webhook-tls"
+SSL_DIR = "/app/etc/ssl"
+WEBHOOK_PORT = 8443
+METRICS_PORT = 2112
+SECRET_KEYS = ("tls.crt", "tls.key", "ca.crt")
+NON_ROOT_UID = 65532
+
+
+@dataclass(frozen=True)
+class SkrBundleSettings:
+    """Knobs of the bundle; the defaults are upstream's."""
+
+    namespace: str = NAMESPACE
+    name: str = NAME
+    tls_secret: str = TLS_SECRET
+    contract: str = "v2"
+    image_pull_policy: str = "IfNotPresent"
+    health_path: str | None = None
+    """HTTPS path for the probes; ``None`` probes the TLS port with a TCP connect."""
+    cpu_request: str = "10m"
+    memory_request: str = "32Mi"
+    memory_limit: str = "128Mi"
+
+
+def _labels(settings: SkrBundleSettings) -> dict[str, str]:
+    return {
+        "app": settings.name,
+        "app.kubernetes.io/name": settings.name,
+        "app.kubernetes.io/component": "runtime-watcher",
+        "operator.kyma-project.io/managed-by": "lifecycle-manager",
+    }
+
+
+def tls_secret(
+    data: Mapping[str, bytes], settings: SkrBundleSettings = SkrBundleSettings()
+) -> dict[str, Any]:
+    """Secret ``skr-webhook-tls`` (kubernetes.io/tls) from ``{tls.crt, tls.key, ca.crt}`` PEM."""
+    missing = [k for k in SECRET_KEYS if not data.get(k)]
+    if missing:
+        raise CertificateError(f"TLS secret data lacks {', '.join(missing)}")
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": settings.tls_secret,
+            "namespace": settings.namespace,
+            "labels": _labels(settings),
+        },
+        "type": "kubernetes.io/tls",
+        "data": {k: base64.b64encode(data[k]).decode("ascii") for k in SECRET_KEYS},
+    }
+
+
+def _service(
+    name: str, port: int, target: int, port_name: str, settings: SkrBundleSettings
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": settings.namespace, "labels": _labels(settings)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": {"app": settings.name},
+            "ports": [{"name": port_name, "port": port, "targetPort": target, "protocol": "TCP"}],
+        },
+    }
+
+
+def _probe(settings: SkrBundleSettings, period: int) -> dict[str, Any]:
+    action: dict[str, Any]
+    if settings.health_path:
+        action = {"httpGet": {"path": settings.health_path, "port": "https", "scheme": "HTTPS"}}
+    else:
+        action = {"tcpSocket": {"port": "https"}}
+    return {**action, "periodSeconds": period, "timeoutSeconds": 2, "failureThreshold": 3}
+
+
+def deployment(
+    *, image: str, kcp_addr: str, settings: SkrBundleSettings = SkrBundleSettings()
+) -> dict[str, Any]:
+    """Deployment ``kyma-system/skr-webhook``: one non-root, read-only replica."""
+    if not image:
+        raise ValueError("image must not be empty")
+    if not kcp_addr or "/" in kcp_addr:
+        raise ValueError(f"kcp_addr must be <host>:<port>, got {kcp_addr!r}")
+    labels = _labels(settings)
+    env = {
+        "WEBHOOK_PORT": str(WEBHOOK_PORT),
+        "METRICS_PORT": str(METRICS_PORT),
+        "TLS_CERT": f"{SSL_DIR}/tls.crt",
+        "TLS_KEY": f"{SSL_DIR}/tls.key",
+        "CA_CERT": f"{SSL_DIR}/ca.crt",
+        "KCP_ADDR": kcp_addr,
+        "KCP_CONTRACT": settings.contract,
+    }
+    container = {
+        "name": "server",
+        "image": image,
+        "imagePullPolicy": settings.image_pull_policy,
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "ports": [
+            {"name": "https", "containerPort": WEBHOOK_PORT, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+        ],
+        "resources": {
+            "requests": {"cpu": settings.cpu_request, "memory": settings.memory_request},
+            "limits": {"memory": settings.memory_limit},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": NON_ROOT_UID,
+            "runAsGroup": NON_ROOT_UID,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "ssl", "mountPath": SSL_DIR, "readOnly": True}],
+        "readinessProbe": _probe(settings, 5),
+        "livenessProbe": _probe(settings, 10),
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": settings.name, "namespace": settings.namespace, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": settings.name}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": NON_ROOT_UID,
+                        "runAsGroup": NON_ROOT_UID,
+                        "fsGroup": NON_ROOT_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": [
+                        {
+                            "name": "ssl",
+                            "secret": {"secretName": settings.tls_secret, "defaultMode": 0o440},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def render_skr_bundle(
+    *,
+    image: str,
+    kcp_addr: str,
+    tls: Mapping[str, bytes],
+    settings: SkrBundleSettings = SkrBundleSettings(),
+) -> list[dict[str, Any]]:
+    """Secret, webhook Service, metrics Service and Deployment, in apply order.
+
+    ``kcp_addr`` is the KCP gateway's ``<host>:<port>``; ``tls`` the PEM bytes of
+    ``tls.crt``, ``tls.key`` and ``ca.crt`` (see ``watcher.pki.secret_data``).
+    """
+    return [
+        tls_secret(tls, settings),
+        _service(settings.name, 443, WEBHOOK_PORT, "https", settings),
+        _service(f"{settings.name}-metrics", METRICS_PORT, METRICS_PORT, "metrics", settings),
+        deployment(image=image, kcp_addr=kcp_addr, settings=settings),
+    ]

@@ -49,8 +49,11 @@ def test_delayed_add_keeps_earliest_time() -> None:
 
 
 ops = st.lists(
-    st.tuples(st.sampled_from(["add", "after", "get", "done", "promote"]),
-              st.sampled_from("abc"), st.floats(0, 100)),
+    st.tuples(
+        st.sampled_from(["add", "after", "get", "done", "promote"]),
+        st.sampled_from("abc"),
+        st.floats(0, 100),
+    ),
     max_size=60,
 )
 

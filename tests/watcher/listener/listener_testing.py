@@ -86,7 +86,7 @@ async def until(predicate: Callable[[], bool], deadline: float = 5.0) -> None:
     the stream); every step yields, so nothing is slept through.
     """
     async with asyncio.timeout(deadline):
-        while not predicate():  # noqa: ASYNC110 - polls in-process state, bounded above
+        while not predicate():
             await asyncio.sleep(0.001)
 
 

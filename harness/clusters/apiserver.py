@@ -1,0 +1,228 @@
+"""One kube-apiserver on loopback: a "cluster" without nodes or controllers.
+
+Each API server gets its own certificates, its own service-account keys and its own
+``--etcd-prefix /<name>`` in the shared etcd, so several of them form independent clusters
+(objects, RBAC and credentials of one are invisible to the others). Everything it writes —
+certificates, keys, kubeconfigs — lives in a temporary directory it creates and deletes.
+
+It is ready when ``/readyz`` answers ``ok`` to the admin user *and* namespace ``default``
+exists (created by a post-start hook slightly after ``/readyz`` can pass), which is the
+first moment a test can create namespaced objects.
+"""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import tempfile
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import aiohttp
+
+from harness.clusters import ports
+from harness.clusters.certs import CertificateAuthority, service_account_key_pair
+from harness.clusters.kubeconfig import render_kubeconfig
+from harness.clusters.probes import http_get
+from harness.clusters.process import NotReady, OwnedProcess, Probe
+from harness.errors import ProcessExitedEarly
+
+START_ATTEMPTS = 3
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"  # a config value only: no kube-proxy, no traffic
+
+
+@dataclass(frozen=True)
+class ApiServerFiles:
+    """Credentials and configuration of one cluster's admin user, as files."""
+
+    ca_file: Path  # verifies the API server's serving certificate
+    client_cert_file: Path  # admin user: O=system:masters
+    client_key_file: Path
+    kubeconfig: Path  # refers to the three files above
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client TLS context that trusts the API server and presents the admin cert."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        ctx.load_cert_chain(str(self.client_cert_file), str(self.client_key_file))
+        return ctx
+
+
+@dataclass(frozen=True)
+class ApiServerOptions:
+    """Knobs that trade API-server features for CPU and memory on small machines."""
+
+    watch_cache: bool = True
+    priority_and_fairness: bool = False  # its idle bookkeeping costs CPU we share
+    extra_args: tuple[str, ...] = ()
+
+
+def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
+    """Generate this cluster's CAs, leaf certificates and service-account keys."""
+    paths = {
+        key: certs_dir / file
+        for key, file in {
+            "serving_ca": "serving-ca.crt",
+            "serving_cert": "apiserver.crt",
+            "serving_key": "apiserver.key",
+            "client_ca": "client-ca.crt",
+            "admin_cert": "admin.crt",
+            "admin_key": "admin.key",
+            "sa_pub": "service-account.pub",
+            "sa_key": "service-account.key",
+        }.items()
+    }
+    serving_ca = CertificateAuthority.create(f"{name}-serving-ca")
+    paths["serving_ca"].write_bytes(serving_ca.cert_pem)
+    serving_ca.issue(
+        "kube-apiserver",
+        dns_names=["localhost", "kubernetes", "kubernetes.default"],
+        ip_addresses=[ports.LOOPBACK],
+        server=True,
+    ).write(paths["serving_cert"], paths["serving_key"])
+    client_ca = CertificateAuthority.create(f"{name}-client-ca")
+    paths["client_ca"].write_bytes(client_ca.cert_pem)
+    client_ca.issue("admin", organizations=["system:masters"], client=True).write(
+        paths["admin_cert"], paths["admin_key"]
+    )
+    service_account_key_pair().write(paths["sa_pub"], paths["sa_key"])
+    return paths
+
+
+class KubeApiServer:
+    """A kube-apiserver for cluster ``name`` backed by ``etcd_url``; use as ``async with``."""
+
+    def __init__(
+        self,
+        binary: Path,
+        *,
+        name: str,
+        etcd_url: str,
+        log_path: Path,
+        ready_timeout: float = 60.0,
+        options: ApiServerOptions = ApiServerOptions(),
+    ) -> None:
+        self.binary = binary
+        self.name = name
+        self.etcd_url = etcd_url
+        self.log_path = log_path
+        self.ready_timeout = ready_timeout
+        self.options = options
+        self.workdir: Path | None = None
+        self.files: ApiServerFiles | None = None
+        self.process: OwnedProcess | None = None
+        self.url = ""
+        self._certs: dict[str, Path] = {}
+        self._stack = AsyncExitStack()
+
+    def argv(self, port: int) -> list[str]:
+        c = self._certs
+        args = [
+            str(self.binary),
+            f"--etcd-servers={self.etcd_url}",
+            f"--etcd-prefix=/{self.name}",
+            f"--bind-address={ports.LOOPBACK}",
+            f"--advertise-address={ports.LOOPBACK}",
+            f"--secure-port={port}",
+            f"--tls-cert-file={c['serving_cert']}",
+            f"--tls-private-key-file={c['serving_key']}",
+            f"--client-ca-file={c['client_ca']}",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer=https://{ports.LOOPBACK}:{port}",
+            f"--service-account-key-file={c['sa_pub']}",
+            f"--service-account-signing-key-file={c['sa_key']}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            f"--cert-dir={self._require_workdir() / 'cert-dir'}",  # never /var/run/kubernetes
+            f"--watch-cache={str(self.options.watch_cache).lower()}",
+            f"--enable-priority-and-fairness={str(self.options.priority_and_fairness).lower()}",
+            "--profiling=false",
+        ]
+        return args + list(self.options.extra_args)
+
+    def _require_workdir(self) -> Path:
+        assert self.workdir is not None, "workdir is created on start"
+        return self.workdir
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:
+            workdir = Path(tempfile.mkdtemp(prefix=f"watcher-harness-{self.name}-"))
+            stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+            self.workdir = workdir
+            (workdir / "certs").mkdir()
+            self._certs = _write_certificates(self.name, workdir / "certs")
+            self.files = ApiServerFiles(
+                ca_file=self._certs["serving_ca"],
+                client_cert_file=self._certs["admin_cert"],
+                client_key_file=self._certs["admin_key"],
+                kubeconfig=workdir / "kubeconfig",
+            )
+            ssl_context = self.files.ssl_context()
+            async with aiohttp.ClientSession() as session:  # only for the readiness probe
+                self.process = await self._start(stack, session, ssl_context)
+            self.files.kubeconfig.write_text(self.kubeconfig_text(embed=False))
+            self._stack = stack.pop_all()
+        return self
+
+    async def _start(
+        self, stack: AsyncExitStack, session: aiohttp.ClientSession, ssl_context: ssl.SSLContext
+    ) -> OwnedProcess:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            port = ports.free_port()
+            url = f"https://{ports.LOOPBACK}:{port}"
+            process = OwnedProcess(
+                f"kube-apiserver[{self.name}]",
+                self.argv(port),
+                log_path=self.log_path,
+                probe=_ready_probe(session, url, ssl_context),
+                ready_timeout=self.ready_timeout,
+            )
+            try:
+                await stack.enter_async_context(process)
+            except ProcessExitedEarly:
+                if attempt < START_ATTEMPTS and ports.address_in_use(process.log_tail()):
+                    continue  # another process took our port between check and bind
+                raise
+            self.url = url
+            return process
+        raise AssertionError("unreachable")
+
+    def kubeconfig_text(self, *, embed: bool) -> str:
+        """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data."""
+        assert self.files is not None and self.url, "the API server has not been started"
+        return render_kubeconfig(
+            self.name,
+            self.url,
+            ca_file=self.files.ca_file,
+            client_cert_file=self.files.client_cert_file,
+            client_key_file=self.files.client_key_file,
+            embed=embed,
+        )
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stack.aclose()
+
+
+def _ready_probe(session: aiohttp.ClientSession, url: str, ssl_context: ssl.SSLContext) -> Probe:
+    """Ready = ``/readyz`` says ok and namespace ``default`` exists."""
+
+    async def probe() -> bool:
+        status, body = await http_get(session, f"{url}/readyz", ssl_context=ssl_context)
+        if status != 200 or body.strip() != "ok":
+            raise NotReady(f"/readyz: {status} {body.strip()[-300:]!r}")
+        status, body = await http_get(
+            session, f"{url}/api/v1/namespaces/default", ssl_context=ssl_context
+        )
+        if status != 200:
+            raise NotReady(f"namespace default: {status}")
+        return True
+
+    return probe

@@ -1,0 +1,120 @@
+"""One etcd on loopback, shared by every local API server (each under its own prefix).
+
+etcd is the only stateful piece of a local cluster; its data lives in a temporary
+directory this object creates and deletes, so nothing survives a run. ``--unsafe-no-fsync``
+trades durability we do not need for far less disk I/O on a shared CI machine.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import aiohttp
+
+from harness.clusters import ports
+from harness.clusters.probes import http_probe
+from harness.clusters.process import OwnedProcess
+from harness.errors import ProcessExitedEarly
+
+START_ATTEMPTS = 3
+
+
+def _healthy(status: int, body: str) -> bool:
+    if status != 200:
+        return False
+    try:
+        return bool(json.loads(body).get("health") == "true")
+    except (ValueError, AttributeError):
+        return False
+
+
+class Etcd:
+    """An etcd server on 127.0.0.1 with free client and peer ports; use as ``async with``."""
+
+    def __init__(
+        self,
+        binary: Path,
+        *,
+        log_path: Path,
+        name: str = "etcd",
+        ready_timeout: float = 20.0,
+        host: str = ports.LOOPBACK,
+    ) -> None:
+        self.binary = binary
+        self.name = name
+        self.log_path = log_path
+        self.ready_timeout = ready_timeout
+        self.host = host
+        self.data_dir: Path | None = None
+        self.process: OwnedProcess | None = None
+        self.client_url = ""
+        self._stack = AsyncExitStack()
+
+    def argv(self, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+        client = f"http://{self.host}:{client_port}"
+        peer = f"http://{self.host}:{peer_port}"
+        return [
+            str(self.binary),
+            "--name",
+            self.name,
+            "--data-dir",
+            str(data_dir),
+            "--listen-client-urls",
+            client,
+            "--advertise-client-urls",
+            client,
+            "--listen-peer-urls",
+            peer,
+            "--initial-advertise-peer-urls",
+            peer,
+            "--initial-cluster",
+            f"{self.name}={peer}",
+            "--unsafe-no-fsync",
+        ]
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:
+            data_dir = Path(tempfile.mkdtemp(prefix="watcher-harness-etcd-"))
+            stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
+            self.data_dir = data_dir
+            async with aiohttp.ClientSession() as session:  # only for the readiness probe
+                self.process = await self._start(stack, session, data_dir)
+            self._stack = stack.pop_all()
+        return self
+
+    async def _start(
+        self, stack: AsyncExitStack, session: aiohttp.ClientSession, data_dir: Path
+    ) -> OwnedProcess:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            client_port, peer_port = ports.free_port(self.host), ports.free_port(self.host)
+            client_url = f"http://{self.host}:{client_port}"
+            process = OwnedProcess(
+                self.name,
+                self.argv(data_dir / f"attempt-{attempt}", client_port, peer_port),
+                log_path=self.log_path,
+                probe=http_probe(session, f"{client_url}/health", _healthy),
+                ready_timeout=self.ready_timeout,
+            )
+            try:
+                await stack.enter_async_context(process)
+            except ProcessExitedEarly:
+                if attempt < START_ATTEMPTS and ports.address_in_use(process.log_tail()):
+                    continue  # another process took one of our ports; pick new ones
+                raise
+            self.client_url = client_url
+            return process
+        raise AssertionError("unreachable")
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stack.aclose()

@@ -1,0 +1,45 @@
+"""HTTP readiness probes for :class:`~harness.clusters.process.OwnedProcess`.
+
+A probe answers "ready?" once. Transport failures (connection refused, TLS handshake
+still impossible, a reset) mean "not yet" and are turned into
+:class:`~harness.clusters.process.NotReady` with a short reason, so a timeout message can
+say what the last attempt saw.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+
+import aiohttp
+
+from harness.clusters.process import NotReady, Probe
+
+
+async def http_get(
+    session: aiohttp.ClientSession, url: str, *, ssl_context: ssl.SSLContext | None = None
+) -> tuple[int, str]:
+    """GET ``url``; return status and body, mapping client errors to :class:`NotReady`."""
+    try:
+        async with session.get(url, ssl=ssl_context if ssl_context is not None else True) as r:
+            return r.status, await r.text()
+    except aiohttp.ClientError as e:
+        raise NotReady(f"GET {url}: {type(e).__name__}: {e}") from e
+
+
+def http_probe(
+    session: aiohttp.ClientSession,
+    url: str,
+    accept: Callable[[int, str], bool],
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+) -> Probe:
+    """A probe that passes when ``accept(status, body)`` is true for a GET of ``url``."""
+
+    async def probe() -> bool:
+        status, body = await http_get(session, url, ssl_context=ssl_context)
+        if not accept(status, body):
+            raise NotReady(f"GET {url}: {status} {body.strip()[:200]!r}")
+        return True
+
+    return probe

@@ -1,0 +1,333 @@
+"""Webhook ↔ KCP on loopback: admission latency by KCP health and mode, events per second.
+
+``python -m harness.bench.loopback [--quick]`` starts, as separate processes, the product's
+``watcher-webhook`` and a KCP (``harness.bench.kcp_stub``: the real listener in
+direct-mTLS mode, optionally answering late), then measures from this process:
+
+* admission latency (POST /validate → answer) p50/p99 with the KCP answering at once and
+  after 2 s, in ``async`` (ours) and ``sync`` (upstream-like) delivery mode;
+* events per second webhook → listener: admissions sent with 32 in flight until the
+  listener has accepted every event.
+
+Everything runs on 127.0.0.1; every loop is bounded in count and time. Results are
+printed and written to ``docs/benchmarks-loopback.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import ssl
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from harness.clusters.ports import free_port
+from harness.clusters.probes import http_probe
+from harness.clusters.process import NotReady, OwnedProcess
+from watcher import __version__, pki
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    mode: str
+    kcp_delay_s: float
+    samples: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True)
+class ThroughputResult:
+    events: int
+    in_flight: int
+    seconds: float
+    events_per_s: float
+    admissions_per_s: float
+
+
+@dataclass(frozen=True)
+class Files:
+    skr: dict[str, Path]
+    kcp: dict[str, Path]
+
+
+def make_pki(root: Path) -> Files:
+    ca = pki.create_ca()
+    (root / "skr").mkdir()
+    (root / "kcp").mkdir()
+    skr = pki.issue_runtime_certificate(
+        ca,
+        "runtime-bench",
+        "skr.bench.local",
+        extra_ip_addresses=["127.0.0.1"],
+        extra_dns_names=["localhost"],
+    )
+    kcp = pki.issue_server_certificate(ca, "kcp-listener", client_auth=True)
+    return Files(
+        skr=pki.write_secret_files(root / "skr", pki.secret_data(skr, ca.cert_pem)),
+        kcp=pki.write_secret_files(root / "kcp", pki.secret_data(kcp, ca.cert_pem)),
+    )
+
+
+def review(i: int) -> dict[str, Any]:
+    name = f"bench-{i}"
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": f"uid-{i}",
+            "operation": "CREATE",
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "name": name,
+            "namespace": "default",
+            "object": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"},
+                "data": {"k": "v"},
+            },
+        },
+    }
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+@asynccontextmanager
+async def kcp_and_webhook(
+    files: Files, logs: Path, *, mode: str, delay: float
+) -> AsyncIterator[tuple[str, str]]:
+    """Start the KCP stub and the webhook; yield the webhook URL and the KCP metrics URL."""
+    kcp_port, hook_port, metrics_port = free_port(), free_port(), free_port()
+    client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
+    client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        kcp_metrics = f"https://127.0.0.1:{kcp_port}/metrics"
+        await stack.enter_async_context(
+            OwnedProcess(
+                "kcp-stub",
+                [
+                    sys.executable,
+                    "-m",
+                    "harness.bench.kcp_stub",
+                    "--port",
+                    str(kcp_port),
+                    "--delay",
+                    str(delay),
+                    "--tls-cert",
+                    str(files.kcp["tls.crt"]),
+                    "--tls-key",
+                    str(files.kcp["tls.key"]),
+                    "--ca-cert",
+                    str(files.kcp["ca.crt"]),
+                ],
+                log_path=logs / f"kcp-{mode}-{delay}.log",
+                probe=http_probe(session, kcp_metrics, lambda s, _: s == 200, ssl_context=client),
+            )
+        )
+        env = {
+            **os.environ,
+            "WEBHOOK_HOST": "127.0.0.1",
+            "WEBHOOK_PORT": str(hook_port),
+            "METRICS_HOST": "127.0.0.1",
+            "METRICS_PORT": str(metrics_port),
+            "CA_CERT": str(files.skr["ca.crt"]),
+            "TLS_CERT": str(files.skr["tls.crt"]),
+            "TLS_KEY": str(files.skr["tls.key"]),
+            "KCP_ADDR": f"127.0.0.1:{kcp_port}",
+            "KCP_CONTRACT": "v2",
+            "WATCHER_DELIVERY_MODE": mode,
+            "WATCHER_LOG_LEVEL": "WARNING",
+        }
+        await stack.enter_async_context(
+            OwnedProcess(
+                "webhook",
+                [str(BIN / "watcher-webhook")],
+                env=env,
+                log_path=logs / f"webhook-{mode}-{delay}.log",
+                probe=http_probe(
+                    session, f"http://127.0.0.1:{metrics_port}/readyz", lambda s, _: s == 200
+                ),
+            )
+        )
+        yield f"https://127.0.0.1:{hook_port}/validate/lifecycle-manager", kcp_metrics
+
+
+async def measure_latency(
+    files: Files, logs: Path, *, mode: str, delay: float, samples: int, budget_s: float
+) -> LatencyResult:
+    async with kcp_and_webhook(files, logs, mode=mode, delay=delay) as (url, _):
+        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s:
+            for i in range(20):  # warm-up: TLS session, pools, code paths
+                async with s.post(url, json=review(-i - 1)) as r:
+                    await r.read()
+            times: list[float] = []
+            deadline = time.monotonic() + budget_s
+            for i in range(samples):
+                if time.monotonic() > deadline:
+                    break
+                body = review(i)
+                started = time.perf_counter()
+                async with s.post(url, json=body) as r:
+                    await r.read()
+                    if r.status != 200:
+                        raise RuntimeError(f"admission answered {r.status}")
+                times.append((time.perf_counter() - started) * 1000)
+    return LatencyResult(
+        mode,
+        delay,
+        len(times),
+        round(percentile(times, 0.5), 3),
+        round(percentile(times, 0.99), 3),
+        round(max(times), 3),
+    )
+
+
+async def accepted(session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext) -> float:
+    async with session.get(url, ssl=ctx) as r:
+        text = await r.text()
+    for line in text.splitlines():
+        if line.startswith("watcher_listener_events_accepted_total"):
+            return float(line.split()[-1])
+    raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
+
+
+async def measure_throughput(
+    files: Files, logs: Path, *, events: int, in_flight: int, budget_s: float
+) -> ThroughputResult:
+    async with kcp_and_webhook(files, logs, mode="async", delay=0.0) as (url, kcp_metrics):
+        client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
+        client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
+        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
+        connector = aiohttp.TCPConnector(ssl=ctx, limit=in_flight)
+        async with aiohttp.ClientSession(connector=connector) as s:
+            base = await accepted(s, kcp_metrics, client)
+            queue: asyncio.Queue[int] = asyncio.Queue()
+            for i in range(events):
+                queue.put_nowait(i)
+
+            async def worker() -> None:
+                while not queue.empty():
+                    body = review(queue.get_nowait())
+                    async with s.post(url, json=body) as r:
+                        await r.read()
+
+            started = time.perf_counter()
+            async with asyncio.timeout(budget_s):
+                await asyncio.gather(*(worker() for _ in range(in_flight)))
+                admitted = time.perf_counter() - started
+                while await accepted(s, kcp_metrics, client) - base < events:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)  # the count lives in another process
+            seconds = time.perf_counter() - started
+    return ThroughputResult(
+        events,
+        in_flight,
+        round(seconds, 3),
+        round(events / seconds, 1),
+        round(events / admitted, 1),
+    )
+
+
+def render_markdown(lat: list[LatencyResult], thr: ThroughputResult, meta: dict[str, Any]) -> str:
+    lines = [
+        "# Loopback benchmark: webhook ↔ KCP listener",
+        "",
+        f"Produced by `{meta['command']}` on {meta['date']} ({meta['cores']} cores, "
+        f"Python {meta['python']}, watcher {meta['version']}). Webhook and KCP listener run as "
+        "separate processes on 127.0.0.1 with mTLS; the client (this process) plays the SKR "
+        "API server. Numbers from a noisy 2-core machine: compare rows, not absolute values.",
+        "",
+        "## Admission latency (POST /validate → answer)",
+        "",
+        "| delivery mode | KCP answers after | samples | p50 ms | p99 ms | max ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in lat:
+        lines.append(
+            f"| {r.mode} | {r.kcp_delay_s:g} s | {r.samples} | {r.p50_ms} | {r.p99_ms} | "
+            f"{r.max_ms} |"
+        )
+    lines += [
+        "",
+        "`sync` is upstream's behaviour (the admission waits for the KCP); `async` is ours "
+        "(the event is queued and delivered in the background, so the API server never waits "
+        "for the KCP).",
+        "",
+        "## Events per second, webhook → listener",
+        "",
+        "| events | admissions in flight | seconds (until the listener accepted all) "
+        "| events/s | admissions/s |",
+        "|---|---|---|---|---|",
+        f"| {thr.events} | {thr.in_flight} | {thr.seconds} | {thr.events_per_s} | "
+        f"{thr.admissions_per_s} |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+async def run(quick: bool) -> None:
+    samples = 100 if quick else 500
+    with tempfile.TemporaryDirectory(prefix="watcher-bench-") as tmp:
+        root = Path(tmp)
+        files = make_pki(root)
+        logs = root / "logs"
+        logs.mkdir()
+        lat: list[LatencyResult] = []
+        for mode in ("async", "sync"):
+            for delay in (0.0, 2.0):
+                n = samples if (mode == "async" or delay == 0) else (5 if quick else 15)
+                result = await measure_latency(
+                    files, logs, mode=mode, delay=delay, samples=n, budget_s=60
+                )
+                print(f"latency {mode:5} kcp+{delay:g}s: {asdict(result)}", flush=True)
+                lat.append(result)
+        thr = await measure_throughput(
+            files, logs, events=1000 if quick else 5000, in_flight=32, budget_s=120
+        )
+        print(f"throughput: {asdict(thr)}", flush=True)
+    meta = {
+        "command": "python -m harness.bench.loopback" + (" --quick" if quick else ""),
+        "date": time.strftime("%Y-%m-%d"),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "version": __version__,
+    }
+    DOCS.mkdir(exist_ok=True)
+    (DOCS / "benchmarks-loopback.md").write_text(render_markdown(lat, thr, meta))
+    (DOCS / "benchmarks-loopback.json").write_text(
+        json.dumps(
+            {"meta": meta, "latency": [asdict(r) for r in lat], "throughput": asdict(thr)},
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"written {DOCS / 'benchmarks-loopback.md'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.loopback")
+    parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
+    asyncio.run(run(parser.parse_args().quick))
+
+
+if __name__ == "__main__":
+    main()

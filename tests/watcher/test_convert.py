@@ -101,3 +101,23 @@ def test_stdin_as_subprocess() -> None:
         check=False,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_certs_command_writes_a_usable_set(tmp_path: Path) -> None:
+    from watcher.listener import runtime_id
+    from watcher.pki import load_certificates
+
+    assert main(["certs", str(tmp_path / "pki"), "--runtime-id", "rt-1"]) == 0
+    names = sorted(p.name for p in (tmp_path / "pki").iterdir())
+    assert names == ["ca.crt", "kcp.crt", "kcp.key", "skr.crt", "skr.key"]
+    (skr,) = load_certificates((tmp_path / "pki" / "skr.crt").read_bytes())
+    assert runtime_id(skr) == "rt-1"
+
+
+def test_certs_command_reports_unwritable_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["certs", str(blocker / "pki")]) == 2
+    assert "cannot write" in capsys.readouterr().err

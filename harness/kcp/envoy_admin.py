@@ -1,0 +1,76 @@
+"""Envoy's admin endpoint as the gateway reads it: readiness, counters, version texts.
+
+Thin I/O over ``http://127.0.0.1:<admin port>``: ``/ready``, ``/stats?format=json`` (counters
+and gauges as integers) and ``/stats`` text (text readouts such as
+``http.<prefix>.rds.<route>.version_text``, which the JSON format does not carry in every
+Envoy version). Transport failures surface as ``aiohttp.ClientError``/``OSError``; callers
+polling for readiness turn them into "not yet".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+_TEXT_READOUT = re.compile(r'^(?P<name>[^:\s]+): "(?P<value>.*)"$')
+
+
+def parse_stats_json(document: Any) -> dict[str, int]:
+    """``/stats?format=json`` → name → integer value (histograms and text readouts dropped)."""
+    stats: dict[str, int] = {}
+    for entry in document.get("stats", []) if isinstance(document, dict) else []:
+        name, value = entry.get("name"), entry.get("value")
+        if isinstance(name, str) and isinstance(value, int) and not isinstance(value, bool):
+            stats[name] = value
+    return stats
+
+
+def parse_text_readouts(text: str) -> dict[str, str]:
+    """``/stats`` text → name → value of every quoted (text readout) line."""
+    readouts: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _TEXT_READOUT.match(line.strip())
+        if match:
+            readouts[match["name"]] = match["value"]
+    return readouts
+
+
+@dataclass(frozen=True)
+class EnvoyAdmin:
+    """Client for one Envoy admin endpoint; the session belongs to the caller."""
+
+    session: aiohttp.ClientSession
+    url: str  # http://127.0.0.1:<port>
+
+    async def ready(self) -> tuple[int, str]:
+        """Status and body of ``/ready`` (200 ``LIVE`` once initialised)."""
+        async with self.session.get(f"{self.url}/ready") as response:
+            return response.status, (await response.text()).strip()
+
+    async def stats(self, filter_regex: str | None = None) -> dict[str, int]:
+        params = {"format": "json"}
+        if filter_regex:
+            params["filter"] = filter_regex
+        async with self.session.get(f"{self.url}/stats", params=params) as response:
+            response.raise_for_status()
+            return parse_stats_json(json.loads(await response.text()))
+
+    async def text_readouts(self, filter_regex: str | None = None) -> dict[str, str]:
+        params = {"filter": filter_regex} if filter_regex else {}
+        async with self.session.get(f"{self.url}/stats", params=params) as response:
+            response.raise_for_status()
+            return parse_text_readouts(await response.text())
+
+    async def config_dump(self) -> dict[str, Any]:
+        async with self.session.get(f"{self.url}/config_dump") as response:
+            response.raise_for_status()
+            document: dict[str, Any] = json.loads(await response.text())
+            return document
+
+    async def reset_counters(self) -> None:
+        async with self.session.post(f"{self.url}/reset_counters") as response:
+            response.raise_for_status()

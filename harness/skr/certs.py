@@ -1,0 +1,92 @@
+"""The SKR webhook's certificate, as KLM's cert-manager issues it, or deliberately broken.
+
+Pure (no I/O). One certificate is both the webhook's serving certificate (the local API
+server calls it by IP, hence the IP SAN ``127.0.0.1``) and its mTLS client certificate
+towards KCP (CN = runtime id). A :class:`CertificateOverride` turns it into what a fault
+scenario needs: a wrong SAN (issued for another SKR domain), expired, not yet valid, or
+signed by a CA the KCP does not trust.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from watcher import pki
+
+LOCAL_DNS_NAMES = ("localhost",)
+LOCAL_IP_ADDRESSES = ("127.0.0.1",)
+
+
+@dataclass(frozen=True)
+class CertificateOverride:
+    """How the runtime certificate departs from the correct one (default: it does not).
+
+    ``skr_domain`` issues for another domain (the SAN no longer matches the Kyma's
+    ``skr-domain`` annotation); ``not_before``/``validity`` move the validity window;
+    ``ca`` signs with a foreign CA. Use the constructors for the usual scenarios.
+    """
+
+    skr_domain: str | None = None
+    not_before: dt.datetime | None = None
+    validity: dt.timedelta | None = None
+    ca: pki.CertificateAuthority | None = None
+
+    @classmethod
+    def wrong_san(cls, skr_domain: str = "wrong.skr.invalid") -> CertificateOverride:
+        return cls(skr_domain=skr_domain)
+
+    @classmethod
+    def expired(cls, *, now: dt.datetime | None = None) -> CertificateOverride:
+        """Valid for one hour, ending a day before ``now``."""
+        moment = now or dt.datetime.now(dt.UTC)
+        return cls(
+            not_before=moment - dt.timedelta(days=1, hours=1), validity=dt.timedelta(hours=1)
+        )
+
+    @classmethod
+    def not_yet_valid(cls, *, now: dt.datetime | None = None) -> CertificateOverride:
+        """Valid from a day after ``now``."""
+        moment = now or dt.datetime.now(dt.UTC)
+        return cls(not_before=moment + dt.timedelta(days=1))
+
+    @classmethod
+    def foreign_ca(cls, ca: pki.CertificateAuthority | None = None) -> CertificateOverride:
+        """Signed by ``ca`` (default: a fresh CA nobody trusts)."""
+        return cls(ca=ca or pki.create_ca("foreign-ca"))
+
+    @property
+    def is_default(self) -> bool:
+        return self == CertificateOverride()
+
+
+def issue_webhook_certificate(
+    ca: pki.CertificateAuthority,
+    runtime_id: str,
+    skr_domain: str,
+    override: CertificateOverride = CertificateOverride(),
+    *,
+    now: dt.datetime | None = None,
+) -> pki.Issued:
+    """The runtime certificate: CN ``runtime_id``; DNS SANs the SKR domain, the webhook
+    Service names and ``localhost``; IP SAN ``127.0.0.1``; then ``override`` applied."""
+    return pki.issue_runtime_certificate(
+        override.ca or ca,
+        runtime_id,
+        override.skr_domain or skr_domain,
+        extra_dns_names=LOCAL_DNS_NAMES,
+        extra_ip_addresses=LOCAL_IP_ADDRESSES,
+        validity=override.validity or pki.RUNTIME_VALIDITY,
+        not_before=override.not_before,
+        now=now,
+    )
+
+
+def serving_ca_bundle(
+    ca_bundle_pem: bytes,
+    override: CertificateOverride = CertificateOverride(),
+) -> bytes:
+    """What the API server must trust to call the webhook: the KCP CA bundle, or the
+    foreign CA that signed the serving certificate (so the fault shows up towards KCP,
+    not at admission)."""
+    return override.ca.cert_pem if override.ca is not None else ca_bundle_pem

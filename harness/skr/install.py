@@ -1,0 +1,418 @@
+"""What KLM installs into one SKR, for a local cluster: certificate, Secret, webhook, VWC.
+
+:class:`SkrInstallation` is an async context manager per SKR cluster. Entering issues the
+runtime certificate (see :mod:`harness.skr.certs`), writes ``tls.crt``/``tls.key``/``ca.crt``
+into a directory it owns (the "mounted Secret"), creates ``kyma-system`` if missing and the
+Secret ``kyma-system/skr-webhook-tls``, and starts ``watcher-webhook`` as a real process.
+:meth:`SkrInstallation.apply_watchers` renders ``skr-webhook`` from all Watchers with an
+URL client config (``https://127.0.0.1:<port>/validate/<manager>``, as envtest wires
+webhooks). Leaving removes the VWC and the Secret, stops the process and deletes the
+directory — in reverse order of creation, also when entering failed half-way.
+
+The namespace ``kyma-system`` is left in place: a local cluster has no namespace
+controller, so a deleted namespace would stay ``Terminating`` forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from harness.clusters import ports
+from harness.clusters.plane import Cluster
+from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
+from harness.skr.errors import SkrInstallError
+from harness.skr.metrics import value
+from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess
+from watcher import pki
+from watcher.model import Contract
+from watcher.render.watcher_cr import Watcher
+from watcher.render.webhook_config import (
+    CONFIGURATION_NAME,
+    FailurePolicy,
+    UrlTarget,
+    render_webhook_configuration,
+)
+from watcher.webhook.settings import DeliveryMode
+
+NAMESPACE = "kyma-system"
+SECRET_NAME = "skr-webhook-tls"
+
+
+def secret_manifest(data: dict[str, bytes], *, name: str = SECRET_NAME) -> dict[str, Any]:
+    """The ``kubernetes.io/tls`` Secret cert-manager would write (pure)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "data": {k: base64.b64encode(v).decode("ascii") for k, v in sorted(data.items())},
+    }
+
+
+def render_skr_configuration(
+    watchers: Sequence[Watcher],
+    *,
+    webhook_port: int,
+    ca_bundle_pem: bytes,
+    failure_policy: FailurePolicy = "Ignore",
+    timeout_seconds: int = 15,
+) -> dict[str, Any] | None:
+    """``skr-webhook`` for a local SKR: every webhook calls ``127.0.0.1:<webhook_port>``.
+    None when there are no Watchers (the configuration is then deleted)."""
+    if not watchers:
+        return None
+    return render_webhook_configuration(
+        watchers,
+        ca_bundle_pem=ca_bundle_pem,
+        target=UrlTarget(ports.LOOPBACK, webhook_port),
+        failure_policy=failure_policy,
+        timeout_seconds=timeout_seconds,
+    )
+
+
+def _is_status(e: client.ApiException, *codes: int) -> bool:
+    return e.status in codes
+
+
+REPLACE_ATTEMPTS = 5
+
+
+async def create_or_replace(
+    what: str,
+    body: dict[str, Any],
+    *,
+    create: Callable[[dict[str, Any]], Awaitable[Any]],
+    read: Callable[[], Awaitable[Any]],
+    replace: Callable[[dict[str, Any]], Awaitable[Any]],
+) -> None:
+    """Create ``body``; if it exists, replace it at its current resourceVersion (some kinds,
+    like webhook configurations, refuse unconditional updates), retrying on conflicts."""
+    for _ in range(REPLACE_ATTEMPTS):
+        try:
+            await create(body)
+            return
+        except client.ApiException as e:
+            if not _is_status(e, 409):
+                raise SkrInstallError(
+                    f"cannot create {what}: {e.status} {e.reason}: {e.body!r}"
+                ) from e
+        try:
+            current = await read()
+        except client.ApiException as e:
+            if _is_status(e, 404):
+                continue  # deleted in between: create again
+            raise SkrInstallError(f"cannot read {what}: {e.status} {e.reason}") from e
+        update = {
+            **body,
+            "metadata": {**body["metadata"], "resourceVersion": current.metadata.resource_version},
+        }
+        try:
+            await replace(update)
+            return
+        except client.ApiException as e:
+            if not _is_status(e, 409, 404):
+                raise SkrInstallError(
+                    f"cannot replace {what}: {e.status} {e.reason}: {e.body!r}"
+                ) from e
+    raise SkrInstallError(f"cannot create or replace {what}: {REPLACE_ATTEMPTS} conflicts in a row")
+
+
+class SkrInstallation:
+    """The watcher in one SKR: ``async with SkrInstallation(cluster, ...) as skr:``."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        runtime_id: str,
+        skr_domain: str,
+        ca: pki.CertificateAuthority,
+        ca_bundle_pem: bytes,
+        kcp_addr: str,
+        contract: Contract = "v2",
+        delivery_mode: DeliveryMode = "async",
+        certificate: CertificateOverride = CertificateOverride(),  # noqa: B008 - frozen
+        failure_policy: FailurePolicy = "Ignore",
+        timeout_seconds: int = 15,
+        log_level: str = "INFO",
+        extra_env: dict[str, str] | None = None,
+        log_dir: Path | None = None,
+        ready_timeout: float = 20.0,
+    ) -> None:
+        """``log_dir`` keeps the webhook log after uninstall (default: inside the owned
+        directory, deleted with it); ``extra_env`` adds ``WATCHER_*`` knobs."""
+        self.cluster = cluster
+        self.runtime_id = runtime_id
+        self.skr_domain = skr_domain
+        self.ca = ca
+        self.certificate = certificate
+        self.failure_policy: FailurePolicy = failure_policy
+        self.timeout_seconds = timeout_seconds
+        self._ca_bundle_pem = ca_bundle_pem
+        self._serving_bundle_pem = serving_ca_bundle(ca_bundle_pem, certificate)
+        self._config = WebhookConfig(
+            kcp_addr=kcp_addr,
+            contract=contract,
+            delivery_mode=delivery_mode,
+            log_level=log_level,
+            extra_env=dict(extra_env or {}),
+        )
+        self._log_dir = log_dir
+        self._ready_timeout = ready_timeout
+        self._directory: Path | None = None
+        self._leaf: pki.Issued | None = None
+        self._webhook: WebhookProcess | None = None
+        self._api: ApiClient | None = None
+        self._stack: AsyncExitStack | None = None
+        self._watchers: tuple[Watcher, ...] = ()
+        self._vwc_applied = False
+        self._lock = asyncio.Lock()
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        """The owned directory holding ``tls.crt``, ``tls.key``, ``ca.crt`` (and the log)."""
+        if self._directory is None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
+        return self._directory
+
+    @property
+    def tls(self) -> TlsPaths:
+        return TlsPaths(self.directory / "tls")
+
+    @property
+    def leaf(self) -> pki.Issued:
+        """The runtime certificate the webhook serves and presents to KCP."""
+        if self._leaf is None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
+        return self._leaf
+
+    @property
+    def ca_bundle_pem(self) -> bytes:
+        """The KCP CA bundle the webhook trusts (``ca.crt``)."""
+        return self._ca_bundle_pem
+
+    @property
+    def serving_ca_bundle_pem(self) -> bytes:
+        """The ``caBundle`` of the rendered webhooks: what signed the serving certificate."""
+        return self._serving_bundle_pem
+
+    @property
+    def webhook(self) -> WebhookProcess:
+        if self._webhook is None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
+        return self._webhook
+
+    @property
+    def webhook_port(self) -> int:
+        return self.webhook.webhook_port
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://{ports.LOOPBACK}:{self.webhook_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return self.webhook.metrics_url
+
+    @property
+    def pid(self) -> int | None:
+        return self.webhook.pid
+
+    @property
+    def watchers(self) -> tuple[Watcher, ...]:
+        """The Watchers last applied."""
+        return self._watchers
+
+    def _api_client(self) -> ApiClient:
+        if self._api is None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
+        return self._api
+
+    # -- install / uninstall ----------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.install()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.uninstall()
+
+    async def install(self) -> None:
+        """Certificate → files → namespace and Secret → webhook process; rolled back on error."""
+        if self._stack is not None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
+        async with AsyncExitStack() as stack:
+            directory = Path(tempfile.mkdtemp(prefix=f"skr-{self.cluster.name}-"))
+            stack.callback(shutil.rmtree, directory, ignore_errors=True)
+            self._directory = directory
+            self.tls.directory.mkdir(mode=0o700)
+            self._leaf = await asyncio.to_thread(
+                issue_webhook_certificate,
+                self.ca,
+                self.runtime_id,
+                self.skr_domain,
+                self.certificate,
+            )
+            pki.write_secret_files(
+                self.tls.directory, pki.secret_data(self._leaf, self._ca_bundle_pem)
+            )
+            self._api = await stack.enter_async_context(self.cluster.api_client())
+            await self._ensure_namespace()
+            stack.push_async_callback(self._delete_secret)
+            await self._put_secret()
+            log_dir = self._log_dir or directory
+            self._webhook = await stack.enter_async_context(
+                WebhookProcess(
+                    f"watcher-webhook[{self.cluster.name}]",
+                    self._config,
+                    self.tls,
+                    log_path=log_dir / f"watcher-webhook-{self.cluster.name}.log",
+                    ready_timeout=self._ready_timeout,
+                )
+            )
+            stack.push_async_callback(self._delete_configuration)
+            self._stack = stack.pop_all()
+
+    async def uninstall(self) -> None:
+        """Delete the VWC and the Secret, stop the webhook, remove the owned directory."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+        self._api = None
+
+    # -- Kubernetes objects -----------------------------------------------------------
+
+    async def _ensure_namespace(self) -> None:
+        core: Any = client.CoreV1Api(self._api_client())
+        try:
+            await core.create_namespace({"metadata": {"name": NAMESPACE}})
+        except client.ApiException as e:
+            if not _is_status(e, 409):
+                raise SkrInstallError(
+                    f"SKR {self.cluster.name}: cannot create namespace {NAMESPACE}: "
+                    f"{e.status} {e.reason}"
+                ) from e
+
+    async def _put_secret(self) -> None:
+        core: Any = client.CoreV1Api(self._api_client())
+        body = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
+        await create_or_replace(
+            f"Secret {NAMESPACE}/{SECRET_NAME} in SKR {self.cluster.name}",
+            body,
+            create=lambda b: core.create_namespaced_secret(NAMESPACE, b),
+            read=lambda: core.read_namespaced_secret(SECRET_NAME, NAMESPACE),
+            replace=lambda b: core.replace_namespaced_secret(SECRET_NAME, NAMESPACE, b),
+        )
+
+    async def _delete_secret(self) -> None:
+        core: Any = client.CoreV1Api(self._api_client())
+        try:
+            await core.delete_namespaced_secret(SECRET_NAME, NAMESPACE)
+        except client.ApiException as e:
+            if not _is_status(e, 404):
+                raise
+
+    async def _delete_configuration(self) -> None:
+        admission: Any = client.AdmissionregistrationV1Api(self._api_client())
+        try:
+            await admission.delete_validating_webhook_configuration(CONFIGURATION_NAME)
+        except client.ApiException as e:
+            if not _is_status(e, 404):
+                raise
+        self._vwc_applied = False
+
+    async def _put_configuration(self, body: dict[str, Any]) -> None:
+        admission: Any = client.AdmissionregistrationV1Api(self._api_client())
+        name = CONFIGURATION_NAME
+        await create_or_replace(
+            f"ValidatingWebhookConfiguration {name} in SKR {self.cluster.name}",
+            body,
+            create=admission.create_validating_webhook_configuration,
+            read=lambda: admission.read_validating_webhook_configuration(name),
+            replace=lambda b: admission.replace_validating_webhook_configuration(name, b),
+        )
+        self._vwc_applied = True
+
+    def render(self, watchers: Sequence[Watcher]) -> dict[str, Any] | None:
+        """The configuration :meth:`apply_watchers` would store (None: none/deleted)."""
+        return render_skr_configuration(
+            watchers,
+            webhook_port=self.webhook_port,
+            ca_bundle_pem=self._serving_bundle_pem,
+            failure_policy=self.failure_policy,
+            timeout_seconds=self.timeout_seconds,
+        )
+
+    async def apply_watchers(self, watchers: Sequence[Watcher]) -> None:
+        """Render ``skr-webhook`` from ALL ``watchers`` and create or replace it in the SKR;
+        delete it when there are none. Concurrent calls are applied one after another."""
+        async with self._lock:
+            body = self.render(watchers)
+            if body is None:
+                await self._delete_configuration()
+            else:
+                await self._put_configuration(body)
+            self._watchers = tuple(watchers)
+
+    # -- rotation ---------------------------------------------------------------------
+
+    async def rotate(self, new_ca_bundle_pem: bytes, new_leaf: pki.Issued) -> None:
+        """Zero-downtime rotation: widen trust first, then swap the certificate.
+
+        The VWC's ``caBundle`` (if Watchers are applied) becomes the new bundle, then
+        ``ca.crt``/``tls.key``/``tls.crt`` are replaced atomically (the webhook reloads
+        them without restart) and the Secret is updated. ``new_ca_bundle_pem`` should
+        still hold the old CA (see ``pki.rotate_ca_bundle``) for in-flight connections.
+        """
+        async with self._lock:
+            self._ca_bundle_pem = new_ca_bundle_pem
+            if self.certificate.ca is None:
+                self._serving_bundle_pem = new_ca_bundle_pem
+            if self._vwc_applied and self._watchers:
+                body = self.render(self._watchers)
+                assert body is not None
+                await self._put_configuration(body)
+            data = pki.secret_data(new_leaf, new_ca_bundle_pem)
+            await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
+            self._leaf = new_leaf
+            await self._put_secret()
+
+    # -- fault injection and metrics --------------------------------------------------
+
+    async def stop(self) -> int | None:
+        """Stop the webhook gracefully (SIGTERM, drain); the VWC stays."""
+        return await self.webhook.stop()
+
+    async def start(self) -> None:
+        """Start the webhook again on the same ports."""
+        await self.webhook.start()
+
+    async def kill(self) -> int | None:
+        """SIGKILL the webhook (its process group); the VWC stays."""
+        return await self.webhook.kill()
+
+    async def metrics(self) -> dict[str, float]:
+        """The webhook's metrics as ``{name{labels}: value}``."""
+        return await self.webhook.scrape()
+
+    async def metric(self, name: str, **labels: str) -> float:
+        """One sample (0.0 if absent)."""
+        return value(await self.metrics(), name, **labels)

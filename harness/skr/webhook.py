@@ -1,0 +1,270 @@
+"""The SKR webhook as a real ``watcher-webhook`` process that can be killed and restarted.
+
+:func:`webhook_env` (pure) builds the Deployment-style environment KLM renders (reference
+§2) for a local process. :class:`WebhookProcess` owns successive incarnations of the
+process (one :class:`~harness.clusters.process.OwnedProcess` each) on fixed ports, so the
+ValidatingWebhookConfiguration rendered for the first start stays valid after a restart.
+Ready = the metrics server's ``/readyz`` answers 200 (it does once the admission server
+listens).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import aiohttp
+
+from harness.clusters import ports, probes
+from harness.clusters.process import OwnedProcess, ProcessRecord
+from harness.errors import ProcessExitedEarly
+from harness.skr.errors import WebhookProcessError
+from harness.skr.metrics import parse_metrics
+from watcher.model import Contract
+from watcher.webhook.settings import DeliveryMode
+
+PORT_ATTEMPTS = 3
+
+
+def webhook_executable() -> str:
+    """``watcher-webhook`` next to this interpreter (the venv), else from ``PATH``."""
+    beside = Path(sys.executable).parent / "watcher-webhook"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("watcher-webhook")
+    if found is None:
+        raise WebhookProcessError(
+            "watcher-webhook not found next to the interpreter nor on PATH; "
+            "install the project (pip install -e .)"
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    """What the SKR webhook is told besides its ports and certificate files."""
+
+    kcp_addr: str  # host:port of the KCP gateway (or listener), no scheme
+    contract: Contract = "v2"
+    delivery_mode: DeliveryMode = "async"
+    log_level: str = "INFO"
+    tls_reload_seconds: float = 1.0
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # WATCHER_* knobs
+
+
+@dataclass(frozen=True)
+class TlsPaths:
+    """The mounted Secret: ``ca.crt``, ``tls.crt``, ``tls.key`` in one directory."""
+
+    directory: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def tls_cert(self) -> Path:
+        return self.directory / "tls.crt"
+
+    @property
+    def tls_key(self) -> Path:
+        return self.directory / "tls.key"
+
+
+def webhook_env(
+    config: WebhookConfig,
+    tls: TlsPaths,
+    *,
+    webhook_port: int,
+    metrics_port: int,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Upstream's variables (WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR,
+    KCP_CONTRACT) plus loopback hosts, delivery mode and reload interval; ``base`` (default
+    ``os.environ``) provides PATH and the like, ``config.extra_env`` wins over everything."""
+    env = dict(os.environ if base is None else base)
+    env.update(
+        {
+            "WEBHOOK_HOST": ports.LOOPBACK,
+            "WEBHOOK_PORT": str(webhook_port),
+            "METRICS_HOST": ports.LOOPBACK,
+            "METRICS_PORT": str(metrics_port),
+            "CA_CERT": str(tls.ca_cert),
+            "TLS_CERT": str(tls.tls_cert),
+            "TLS_KEY": str(tls.tls_key),
+            "KCP_ADDR": config.kcp_addr,
+            "KCP_CONTRACT": config.contract,
+            "WATCHER_DELIVERY_MODE": config.delivery_mode,
+            "WATCHER_LOG_LEVEL": config.log_level,
+            "WATCHER_TLS_RELOAD_SECONDS": f"{config.tls_reload_seconds:g}",
+        }
+    )
+    env.update(config.extra_env)
+    return env
+
+
+class WebhookProcess:
+    """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times.
+
+    The first start picks free ports (retrying with fresh ones if another process took
+    them in between); later starts reuse them. ``records`` keeps one
+    :class:`ProcessRecord` per incarnation for reports.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: WebhookConfig,
+        tls: TlsPaths,
+        *,
+        log_path: Path,
+        ready_timeout: float = 20.0,
+        stop_timeout: float = 15.0,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.tls = tls
+        self.log_path = log_path
+        self._ready_timeout = ready_timeout
+        self._stop_timeout = stop_timeout
+        self._webhook_port: int | None = None
+        self._metrics_port: int | None = None
+        self._process: OwnedProcess | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.records: list[ProcessRecord] = []
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def webhook_port(self) -> int:
+        if self._webhook_port is None:
+            raise WebhookProcessError(f"{self.name} has not been started yet")
+        return self._webhook_port
+
+    @property
+    def metrics_port(self) -> int:
+        if self._metrics_port is None:
+            raise WebhookProcessError(f"{self.name} has not been started yet")
+        return self._metrics_port
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{ports.LOOPBACK}:{self.metrics_port}"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.running
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self.running else None
+
+    def log_tail(self, lines: int = 25) -> str:
+        return self._process.log_tail(lines) if self._process is not None else ""
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start an incarnation and wait until ``/readyz`` answers 200."""
+        if self.running:
+            raise WebhookProcessError(f"{self.name} is already running (pid {self.pid})")
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        if self._webhook_port is not None:
+            await self._start_once()
+            return
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._webhook_port, self._metrics_port = ports.free_port(), ports.free_port()
+            try:
+                await self._start_once()
+                return
+            except ProcessExitedEarly as e:
+                if attempt == PORT_ATTEMPTS or not ports.address_in_use(str(e)):
+                    self._webhook_port = self._metrics_port = None
+                    raise
+
+    async def _start_once(self) -> None:
+        assert self._session is not None
+        env = webhook_env(
+            self.config, self.tls, webhook_port=self.webhook_port, metrics_port=self.metrics_port
+        )
+        process = OwnedProcess(
+            self.name,
+            [webhook_executable()],
+            env=env,
+            log_path=self.log_path,
+            probe=probes.http_probe(
+                self._session, f"{self.metrics_url}/readyz", lambda status, _: status == 200
+            ),
+            ready_timeout=self._ready_timeout,
+            stop_timeout=self._stop_timeout,
+        )
+        self._process = process
+        self.records.append(process.record)
+        await process.__aenter__()
+
+    async def stop(self) -> int | None:
+        """SIGTERM (the webhook drains its queue), then SIGKILL after the stop timeout."""
+        process, self._process = self._process, None
+        return await process.stop() if process is not None else None
+
+    async def kill(self) -> int | None:
+        """SIGKILL to the process group (a crash: no drain, no goodbye); returns its exit code."""
+        process, self._process = self._process, None
+        if process is None or process.pid is None:
+            return None
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # our own group: pgid == pid
+        except ProcessLookupError:
+            pass
+        else:
+            process.record.stop_signal = "SIGKILL"
+        return await process.stop()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def close(self) -> None:
+        """Stop the process (if running) and the HTTP session used for probes and scraping."""
+        try:
+            await self.stop()
+        finally:
+            session, self._session = self._session, None
+            if session is not None:
+                await session.close()
+
+    # -- metrics ----------------------------------------------------------------------
+
+    async def scrape(self) -> dict[str, float]:
+        """The current ``/metrics`` as ``{name{labels}: value}``."""
+        if self._session is None or not self.running:
+            raise WebhookProcessError(f"{self.name} is not running; cannot scrape metrics")
+        url = f"{self.metrics_url}/metrics"
+        try:
+            async with self._session.get(url) as response:
+                text = await response.text()
+                if response.status != 200:
+                    raise WebhookProcessError(f"GET {url}: {response.status} {text[:200]!r}")
+        except aiohttp.ClientError as e:
+            raise WebhookProcessError(f"GET {url}: {type(e).__name__}: {e}") from e
+        return parse_metrics(text)

@@ -1,0 +1,175 @@
+"""What the KCP knows about Kymas, kept current by list+watch: runtime id → Kyma.
+
+The Lifecycle Manager stand-in resolves each SKR event (which names a runtime id, the
+client certificate's CN) to the KCP Kyma labelled ``kyma-project.io/runtime-id`` with that
+id, and SAN pinning needs that Kyma's annotations; both read this cache instead of asking
+the API server per event. ``lookup`` has the signature ``watcher.listener.san_pinning``
+expects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.aio import spawn, stop_tasks
+from harness.errors import HarnessError
+from harness.kube import KYMAS, Backoff, object_key, watch_objects
+from watcher.model import ObjectKey
+
+logger = logging.getLogger("harness.kcp.kyma_cache")
+
+RUNTIME_ID_LABEL = "kyma-project.io/runtime-id"
+DEFAULT_NAMESPACE = "kcp-system"
+
+
+class CacheNotSynced(HarnessError, TimeoutError):
+    """The initial list of Kymas did not complete before the deadline."""
+
+
+@dataclass(frozen=True)
+class KymaInfo:
+    """The parts of a KCP Kyma the manager uses."""
+
+    namespace: str
+    name: str
+    runtime_id: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> KymaInfo:
+        meta = obj.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        return cls(
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            runtime_id=labels.get(RUNTIME_ID_LABEL, ""),
+            labels=labels,
+            annotations=dict(meta.get("annotations") or {}),
+        )
+
+
+class KymaCache:
+    """``async with KymaCache(api) as cache:`` — returns once the initial list is in."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        namespace: str | None = DEFAULT_NAMESPACE,
+        sync_timeout: float = 30.0,
+        backoff: Backoff = Backoff(),  # noqa: B008 - frozen
+    ) -> None:
+        self._api = api
+        self.namespace = namespace
+        self._sync_timeout = sync_timeout
+        self._backoff = backoff
+        self._kymas: dict[str, KymaInfo] = {}
+        self._synced = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # queries ---------------------------------------------------------------------------
+
+    def get(self, key: str) -> KymaInfo | None:
+        return self._kymas.get(key)
+
+    def all(self) -> list[KymaInfo]:
+        return [self._kymas[k] for k in sorted(self._kymas)]
+
+    def by_runtime_id(self, runtime_id: str, namespace: str | None = None) -> list[KymaInfo]:
+        """Every cached Kyma labelled with ``runtime_id`` (in ``namespace`` if given)."""
+        return [
+            k
+            for k in self.all()
+            if k.runtime_id == runtime_id and (namespace is None or k.namespace == namespace)
+        ]
+
+    async def lookup(self, runtime_id: str, owner: ObjectKey | None) -> Mapping[str, str] | None:
+        """The annotations of the event's Kyma, or ``None`` when there is not exactly one.
+
+        Fits ``watcher.listener.san_pinning``: ``owner`` (contract v1) names the Kyma;
+        otherwise the Kyma is the one whose runtime-id label equals ``runtime_id``.
+        """
+        if owner is not None:
+            kyma = self._kymas.get(str(owner))
+            return dict(kyma.annotations) if kyma is not None else None
+        matches = self.by_runtime_id(runtime_id, self.namespace)
+        return dict(matches[0].annotations) if len(matches) == 1 else None
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_synced(self, within: float | None = None) -> None:
+        try:
+            async with asyncio.timeout(self._sync_timeout if within is None else within):
+                await self._synced.wait()
+        except TimeoutError:
+            where = self.namespace or "all namespaces"
+            raise CacheNotSynced(
+                f"Kymas in {where} not listed within {self._sync_timeout:g} s; is the Kyma "
+                "CRD applied and the KCP API server reachable? (see harness.kube warnings)"
+            ) from None
+
+    async def wait_for(self, key: str, *, present: bool = True, within: float = 10.0) -> None:
+        """Until the cache has (or no longer has) ``key``; ``TimeoutError`` otherwise."""
+        async with asyncio.timeout(within):
+            while (key in self._kymas) != present:
+                self._changed.clear()
+                await self._changed.wait()
+
+    # feeding ---------------------------------------------------------------------------
+
+    def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """Take one watch event (also usable to feed the cache by hand in tests)."""
+        if kind == "SYNCED":
+            self._synced.set()
+        elif kind == "DELETED":
+            self._kymas.pop(object_key(obj), None)
+        else:
+            info = KymaInfo.from_object(obj)
+            self._kymas[info.key] = info
+        self._changed.set()
+
+    async def _run(self) -> None:
+        async for kind, obj in watch_objects(
+            self._api, KYMAS, namespace=self.namespace, backoff=self._backoff
+        ):
+            self.apply(kind, obj)
+
+    async def start(self) -> None:
+        self._task = spawn(self._run(), "kyma-cache")
+        try:
+            await self.wait_synced()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            await stop_tasks([task])
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

@@ -1,0 +1,235 @@
+"""A Kyma Lifecycle Manager stand-in on the KCP: events from SKRs → Kyma reconciles.
+
+What it shares with KLM (reference §7): every KCP Kyma is reconciled at startup and then
+requeued after the interval for its outcome (5 min when Ready); an event from an SKR
+(``/v2/lifecycle-manager/event``) enqueues the one Kyma in ``kcp-system`` whose label
+``kyma-project.io/runtime-id`` equals the event's runtime id, logging
+``event received from SKR, adding kcp-system/<kyma> to queue``; zero or several matches
+drop the event (logged and counted). The work queue collapses duplicates.
+
+Parts: ``KymaCache`` (list+watch of KCP Kymas, ``lookup`` for SAN pinning) →
+``EventConsumer`` (a Listener's events → a callback; other managers can attach their own)
+→ ``Reconciler`` (queue runner, requeue intervals, record of every reconcile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Self
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.aio import spawn, stop_tasks
+from harness.kcp.kyma_cache import DEFAULT_NAMESPACE, RUNTIME_ID_LABEL, KymaCache, KymaInfo
+from harness.kcp.reconciler import (
+    Outcome,
+    Reconcile,
+    ReconcileFn,
+    Reconciler,
+    ReconcileTimeout,
+    RequeueIntervals,
+)
+from harness.kcp.workqueue import Trigger
+from harness.kube import KYMAS, get, merge_patch
+from watcher.listener import Listener, ListenerConfig, ListenerEvent, san_pinning
+
+logger = logging.getLogger("harness.kcp.lifecycle_manager")
+
+COMPONENT = "lifecycle-manager"
+
+__all__ = [
+    "COMPONENT",
+    "RUNTIME_ID_LABEL",
+    "EventConsumer",
+    "KymaCache",
+    "KymaInfo",
+    "LifecycleManager",
+    "Outcome",
+    "Reconcile",
+    "ReconcileFn",
+    "ReconcileTimeout",
+    "Reconciler",
+    "RequeueIntervals",
+    "Trigger",
+    "mark_ready",
+]
+
+
+class EventConsumer:
+    """Hands every event of ``listener`` to ``callback``, one at a time, until stopped.
+
+    The stream ends when the listener stops; a failing callback is logged and counted and
+    the next event is taken (the SKR already got its 200).
+    """
+
+    def __init__(
+        self,
+        listener: Listener,
+        callback: Callable[[ListenerEvent], Awaitable[None]],
+        *,
+        name: str | None = None,
+    ) -> None:
+        self._listener = listener
+        self._callback = callback
+        self._name = name or f"events-{listener.config.component}"
+        self._task: asyncio.Task[None] | None = None
+        self.consumed = 0
+        self.callback_errors = 0
+
+    async def _run(self) -> None:
+        async for event in self._listener.events():
+            self.consumed += 1
+            try:
+                await self._callback(event)
+            except Exception:
+                self.callback_errors += 1
+                logger.exception("%s: handling event %s failed", self._name, event)
+
+    async def start(self) -> None:
+        self._task = spawn(self._run(), self._name)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            await stop_tasks([task])
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+def mark_ready(api: ApiClient) -> ReconcileFn:
+    """The default reconcile: read the KCP Kyma; set ``status.state: Ready`` if it is not."""
+
+    async def reconcile(key: str) -> Outcome:
+        namespace, _, name = key.partition("/")
+        kyma = await get(api, KYMAS, name, namespace)
+        if kyma is None:
+            return Outcome.GONE
+        if (kyma.get("status") or {}).get("state") != "Ready":
+            await merge_patch(
+                api, KYMAS, name, namespace, {"status": {"state": "Ready"}}, subresource="status"
+            )
+        return Outcome.SUCCESS
+
+    return reconcile
+
+
+class LifecycleManager:
+    """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP.
+
+    Pass a running ``listener`` you own, or a ``listener_config`` (its component should be
+    ``lifecycle-manager``) and the manager creates, starts and stops the listener itself,
+    adding SAN pinning against its Kyma cache when ``pin_san`` is set. With neither, it
+    only reconciles (startup and requeue timers); call ``handle_event`` to inject events.
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        listener: Listener | None = None,
+        listener_config: ListenerConfig | None = None,
+        pin_san: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+        workers: int = 1,
+        intervals: RequeueIntervals = RequeueIntervals(),  # noqa: B008 - frozen
+        reconcile: ReconcileFn | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if listener is not None and listener_config is not None:
+            raise ValueError("pass either a listener or a listener_config, not both")
+        if pin_san and listener_config is None:
+            raise ValueError("pin_san needs listener_config (the manager adds the hook)")
+        self.namespace = namespace
+        self.cache = KymaCache(api, namespace=namespace)
+        self.reconciler = Reconciler(
+            reconcile or mark_ready(api), workers=workers, intervals=intervals, clock=clock
+        )
+        self._owns_listener = listener_config is not None
+        if listener_config is not None:
+            hooks = listener_config.verify_hooks
+            if pin_san:
+                hooks = (*hooks, san_pinning(self.cache.lookup))
+            listener = Listener(dataclasses.replace(listener_config, verify_hooks=hooks))
+        self.listener = listener
+        self._stack: AsyncExitStack | None = None
+        self.event_counters: collections.Counter[str] = collections.Counter()
+
+    @property
+    def counters(self) -> collections.Counter[str]:
+        """Reconciler counters plus ``events:received|enqueued|dropped-*``."""
+        return self.reconciler.counters + self.event_counters
+
+    def reconciles(
+        self, kyma: str | None = None, trigger: Trigger | None = None, since: float | None = None
+    ) -> list[Reconcile]:
+        return self.reconciler.reconciles(kyma, trigger, since)
+
+    async def wait_for_reconcile(
+        self,
+        kyma: str,
+        trigger: Trigger | None = None,
+        since: float | None = None,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
+    ) -> Reconcile:
+        return await self.reconciler.wait_for_reconcile(kyma, trigger, since, timeout)
+
+    async def handle_event(self, event: ListenerEvent) -> None:
+        """Resolve the event's runtime id to one Kyma and enqueue it (trigger watch-event)."""
+        self.event_counters["events:received"] += 1
+        matches = self.cache.by_runtime_id(event.runtime_id, self.namespace)
+        if len(matches) != 1:
+            reason = "unknown-runtime" if not matches else "ambiguous-runtime"
+            self.event_counters[f"events:dropped-{reason}"] += 1
+            logger.info(
+                "dropping event from SKR: %d Kymas in %s have %s=%s%s",
+                len(matches),
+                self.namespace,
+                RUNTIME_ID_LABEL,
+                event.runtime_id,
+                f" ({', '.join(k.key for k in matches)})" if matches else "",
+            )
+            return
+        key = matches[0].key
+        logger.info("event received from SKR, adding %s to queue", key)
+        self.event_counters["events:enqueued"] += 1
+        self.reconciler.enqueue(key, Trigger.WATCH_EVENT)
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self.cache)
+            await stack.enter_async_context(self.reconciler)
+            for kyma in self.cache.all():
+                self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
+            if self.listener is not None:
+                if self._owns_listener:
+                    await stack.enter_async_context(self.listener)
+                consumer = EventConsumer(self.listener, self.handle_event, name="klm-events")
+                await stack.enter_async_context(consumer)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()

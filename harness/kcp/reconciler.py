@@ -1,0 +1,192 @@
+"""The Kyma reconcile loop of the Lifecycle Manager stand-in, and its record.
+
+Keys are ``"namespace/name"``. After each reconcile the key is requeued (trigger
+``requeue-timer``) after the interval for its outcome, as KLM does; watch events and the
+startup add keys directly. Every reconcile is recorded (when, why — the merged triggers —,
+how long after the first trigger, outcome) so tests and reports can ask "was kyma X
+reconciled because of an event, and how fast?".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import Self
+
+from harness.errors import HarnessError
+from harness.kcp.runner import QueueRunner
+from harness.kcp.workqueue import Trigger, WorkItem
+
+logger = logging.getLogger("harness.kcp.reconciler")
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"  # Kyma Ready
+    BUSY = "busy"  # Processing
+    ERROR = "error"
+    WARNING = "warning"
+    GONE = "gone"  # the Kyma no longer exists: not requeued
+
+
+@dataclass(frozen=True)
+class RequeueIntervals:
+    """Seconds until the next reconcile per outcome; KLM's defaults."""
+
+    success: float = 300.0
+    busy: float = 5.0
+    error: float = 2.0
+    warning: float = 30.0
+
+    def after(self, outcome: Outcome) -> float | None:
+        if outcome is Outcome.GONE:
+            return None
+        return float(getattr(self, outcome.value))
+
+
+@dataclass(frozen=True)
+class Reconcile:
+    """One reconcile. Times are wall-clock (``time.time()``) seconds."""
+
+    at: float  # when the reconcile started
+    kyma: str  # "namespace/name"
+    triggers: frozenset[Trigger]
+    queued_at: float  # when the first of the merged triggers arrived
+    latency: float  # at - queued_at: how long the key waited
+    outcome: Outcome
+    duration: float = 0.0
+    error: str = ""
+
+
+class ReconcileTimeout(HarnessError, TimeoutError):
+    """No matching reconcile before the deadline; the message lists what was seen."""
+
+
+ReconcileFn = Callable[[str], Awaitable[Outcome]]
+
+
+class Reconciler:
+    """``async with Reconciler(fn) as r: r.enqueue("kcp-system/a", Trigger.STARTUP)``."""
+
+    def __init__(
+        self,
+        reconcile: ReconcileFn,
+        *,
+        workers: int = 1,
+        intervals: RequeueIntervals = RequeueIntervals(),
+        clock: Callable[[], float] | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._reconcile = reconcile
+        self.intervals = intervals
+        self._wall = wall_clock
+        self._runner: QueueRunner[str] = QueueRunner(
+            self._handle, workers=workers, name="kyma-reconciler", clock=clock
+        )
+        self._records: list[Reconcile] = []
+        self._recorded = asyncio.Event()
+        self.counters: collections.Counter[str] = collections.Counter()
+
+    def enqueue(self, kyma: str, trigger: Trigger) -> None:
+        self._runner.add(kyma, trigger)
+        self.counters[f"enqueued:{trigger.value}"] += 1
+
+    async def _handle(self, item: WorkItem[str]) -> None:
+        started_loop = self._runner.now()
+        at = self._wall()
+        latency = max(0.0, started_loop - item.queued_at)
+        error = ""
+        try:
+            outcome = await self._reconcile(item.key)
+        except Exception as exc:
+            logger.warning("reconcile of %s failed: %r", item.key, exc)
+            outcome, error = Outcome.ERROR, repr(exc)
+        duration = self._runner.now() - started_loop
+        record = Reconcile(
+            at=at,
+            kyma=item.key,
+            triggers=item.triggers,
+            queued_at=at - latency,
+            latency=latency,
+            outcome=outcome,
+            duration=duration,
+            error=error,
+        )
+        self._records.append(record)
+        self.counters["reconciles"] += 1
+        self.counters[f"outcome:{outcome.value}"] += 1
+        for trigger in item.triggers:
+            self.counters[f"trigger:{trigger.value}"] += 1
+        self._recorded.set()
+        delay = self.intervals.after(outcome)
+        if delay is not None:
+            self._runner.add_after(item.key, Trigger.REQUEUE_TIMER, delay)
+
+    # queries ---------------------------------------------------------------------------
+
+    def reconciles(
+        self,
+        kyma: str | None = None,
+        trigger: Trigger | None = None,
+        since: float | None = None,
+    ) -> list[Reconcile]:
+        """Recorded reconciles, oldest first, filtered by Kyma, trigger and start time."""
+        return [
+            r
+            for r in self._records
+            if (kyma is None or r.kyma == kyma)
+            and (trigger is None or trigger in r.triggers)
+            and (since is None or r.at >= since)
+        ]
+
+    async def wait_for_reconcile(
+        self,
+        kyma: str,
+        trigger: Trigger | None = None,
+        since: float | None = None,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
+    ) -> Reconcile:
+        """The first matching reconcile (waiting for it); ``ReconcileTimeout`` otherwise."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    found = self.reconciles(kyma, trigger, since)
+                    if found:
+                        return found[0]
+                    self._recorded.clear()
+                    await self._recorded.wait()
+        except TimeoutError:
+            seen = self.reconciles(kyma)[-5:]
+            described = "; ".join(
+                f"at {r.at:.3f} triggers {sorted(t.value for t in r.triggers)} → {r.outcome}"
+                for r in seen
+            )
+            wanted = trigger.value if trigger else "any trigger"
+            raise ReconcileTimeout(
+                f"no reconcile of {kyma} ({wanted}, since {since}) within {timeout:g} s; "
+                f"seen for it: {described or 'none'}; all reconciles: {len(self._records)}; "
+                f"queued {len(self._runner)}, processing {sorted(self._runner.processing)}"
+            ) from None
+
+    async def start(self) -> None:
+        await self._runner.start()
+
+    async def stop(self) -> None:
+        await self._runner.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

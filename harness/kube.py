@@ -1,0 +1,428 @@
+"""Small Kubernetes helpers on a ``kubernetes_asyncio`` ApiClient, for any resource by path.
+
+One job: talk to an API server about arbitrary objects as plain dicts — apply CRDs and
+wait until they are Established, server-side apply / create-or-replace / patch / delete,
+and ``watch_objects``: list+watch with resourceVersion bookkeeping, a re-list on
+410 Gone (reporting objects that vanished meanwhile as deleted) and bounded backoff on
+errors, as an async iterator of ``(type, object)`` that any controller can consume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+from urllib.parse import quote
+
+import aiohttp
+import yaml
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from harness.errors import HarnessError
+
+logger = logging.getLogger("harness.kube")
+
+FIELD_MANAGER = "watcher-harness"
+Obj = dict[str, Any]
+WatchType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
+
+
+class KubeError(HarnessError, RuntimeError):
+    """An API request failed; ``status`` is the HTTP status (0 when none was received)."""
+
+    def __init__(self, message: str, *, status: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+class NotFound(KubeError, LookupError):
+    """404: the object (or its resource type) does not exist."""
+
+
+class Conflict(KubeError):
+    """409: already exists, or the resourceVersion sent is stale."""
+
+
+class Gone(KubeError):
+    """410: the resourceVersion is too old to watch from; list again."""
+
+
+class NotEstablished(KubeError, TimeoutError):
+    """A CRD did not become Established before the deadline."""
+
+
+_BY_STATUS: dict[int, type[KubeError]] = {404: NotFound, 409: Conflict, 410: Gone}
+
+
+def _error(status: int, method: str, path: str, body: str | bytes | None) -> KubeError:
+    reason, message = "", (body.decode(errors="replace") if isinstance(body, bytes) else body)
+    try:
+        status_obj = json.loads(message or "")
+        reason = str(status_obj.get("reason", ""))
+        message = str(status_obj.get("message", message))
+    except (ValueError, AttributeError):
+        pass
+    cls = _BY_STATUS.get(status, KubeError)
+    return cls(
+        f"{method} {path} failed ({status} {reason}): {message}", status=status, reason=reason
+    )
+
+
+@dataclass(frozen=True)
+class Resource:
+    """An API resource: where its objects live (``/apis/<group>/<version>/.../<plural>``)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        out = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            out += f"/namespaces/{quote(namespace, safe='')}"
+        out += f"/{self.plural}"
+        if name:
+            out += f"/{quote(name, safe='')}"
+        if subresource:
+            out += f"/{subresource}"
+        return out
+
+
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+WATCHERS = Resource("operator.kyma-project.io", "v1beta2", "watchers", "Watcher")
+KYMAS = Resource("operator.kyma-project.io", "v1beta2", "kymas", "Kyma")
+GATEWAYS = Resource("networking.istio.io", "v1beta1", "gateways", "Gateway")
+VIRTUAL_SERVICES = Resource("networking.istio.io", "v1beta1", "virtualservices", "VirtualService")
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` (or ``name`` for cluster-scoped objects)."""
+    meta = obj.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _namespace_of(obj: Mapping[str, Any]) -> str | None:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return str(namespace) if namespace else None
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    name = (obj.get("metadata") or {}).get("name")
+    if not name:
+        raise ValueError(f"object has no metadata.name: {dict(obj)!r:.200}")
+    return str(name)
+
+
+async def request(
+    api: ApiClient,
+    method: str,
+    path: str,
+    *,
+    query: Sequence[tuple[str, str]] = (),
+    body: Any = None,
+    content_type: str = "application/json",
+) -> Obj:
+    """One API call; the decoded JSON answer, or a ``KubeError`` subclass by status."""
+    try:
+        result = await api.call_api(
+            path,
+            method,
+            query_params=list(query),
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            body=body,
+            response_types_map={200: "object", 201: "object", 202: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException as exc:
+        raise _error(exc.status or 0, method, path, exc.body) from None
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise KubeError(f"{method} {path} failed: {exc!r}") from exc
+    return cast(Obj, result or {})
+
+
+async def get(
+    api: ApiClient, resource: Resource, name: str, namespace: str | None = None
+) -> Obj | None:
+    """The object, or ``None`` if it does not exist."""
+    try:
+        return await request(api, "GET", resource.path(namespace, name))
+    except NotFound:
+        return None
+
+
+async def list_objects(
+    api: ApiClient,
+    resource: Resource,
+    namespace: str | None = None,
+    *,
+    label_selector: str | None = None,
+) -> tuple[list[Obj], str]:
+    """The objects (all namespaces when ``namespace`` is None) and the list's resourceVersion."""
+    query = [("labelSelector", label_selector)] if label_selector else []
+    answer = await request(api, "GET", resource.path(namespace), query=query)
+    items = [dict(item) for item in answer.get("items") or []]
+    for item in items:  # list items carry no apiVersion/kind; put them back
+        item.setdefault("apiVersion", resource.api_version)
+        item.setdefault("kind", resource.kind)
+    return items, str((answer.get("metadata") or {}).get("resourceVersion") or "")
+
+
+async def create(api: ApiClient, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+    return await request(api, "POST", resource.path(_namespace_of(obj)), body=dict(obj))
+
+
+async def apply(
+    api: ApiClient,
+    resource: Resource,
+    obj: Mapping[str, Any],
+    *,
+    field_manager: str = FIELD_MANAGER,
+    force: bool = True,
+) -> Obj:
+    """Server-side apply ``obj`` (which must carry apiVersion, kind and metadata.name)."""
+    query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
+    path = resource.path(_namespace_of(obj), _name_of(obj))
+    return await request(
+        api, "PATCH", path, query=query, body=dict(obj), content_type="application/apply-patch+yaml"
+    )
+
+
+async def create_or_replace(
+    api: ApiClient, resource: Resource, obj: Mapping[str, Any], *, attempts: int = 5
+) -> Obj:
+    """Create ``obj``, or replace the existing object with it (retrying stale versions)."""
+    namespace, name = _namespace_of(obj), _name_of(obj)
+    for _ in range(attempts):
+        current = await get(api, resource, name, namespace)
+        if current is None:
+            try:
+                return await create(api, resource, obj)
+            except Conflict:
+                continue  # created meanwhile; replace it
+        body = json.loads(json.dumps(dict(obj)))
+        body.setdefault("metadata", {})["resourceVersion"] = resource_version(current)
+        try:
+            return await request(api, "PUT", resource.path(namespace, name), body=body)
+        except (Conflict, NotFound):
+            continue
+    raise KubeError(f"create-or-replace {resource.plural} {namespace}/{name}: gave up after "
+                    f"{attempts} conflicting attempts")  # fmt: skip
+
+
+async def merge_patch(
+    api: ApiClient,
+    resource: Resource,
+    name: str,
+    namespace: str | None,
+    patch: Mapping[str, Any],
+    *,
+    subresource: str = "",
+) -> Obj:
+    """JSON merge patch; put ``metadata.resourceVersion`` in the patch for a guarded update."""
+    path = resource.path(namespace, name, subresource)
+    return await request(
+        api, "PATCH", path, body=dict(patch), content_type="application/merge-patch+json"
+    )
+
+
+async def delete(
+    api: ApiClient, resource: Resource, name: str, namespace: str | None = None
+) -> bool:
+    """Delete the object; ``False`` if it did not exist."""
+    try:
+        await request(api, "DELETE", resource.path(namespace, name))
+    except NotFound:
+        return False
+    return True
+
+
+async def ensure_namespace(api: ApiClient, name: str) -> None:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    with contextlib.suppress(Conflict):
+        await create(api, NAMESPACES, namespace)
+
+
+def load_yaml_documents(path: str | Path) -> list[Obj]:
+    """The non-empty YAML documents of a file."""
+    with open(path, encoding="utf-8") as stream:
+        return [dict(doc) for doc in yaml.safe_load_all(stream) if doc]
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+async def apply_crds(
+    api: ApiClient,
+    paths: Iterable[str | Path],
+    *,
+    within: float = 30.0,
+    poll: float = 0.05,
+) -> list[str]:
+    """Server-side apply every CRD in the YAML files; return their names once Established."""
+    names: list[str] = []
+    for path in paths:
+        for doc in load_yaml_documents(path):
+            if doc.get("kind") != "CustomResourceDefinition":
+                kind = doc.get("kind")
+                raise KubeError(f"{path}: expected only CustomResourceDefinitions, got {kind!r}")
+            names.append(_name_of(await apply(api, CRDS, doc)))
+    deadline = time.monotonic() + within
+    for name in names:
+        while True:
+            crd = await get(api, CRDS, name)
+            if crd is not None and _established(crd):
+                break
+            if time.monotonic() >= deadline:
+                conditions = (crd or {}).get("status", {}).get("conditions")
+                raise NotEstablished(
+                    f"CRD {name} not Established within {within:g} s; last conditions: "
+                    f"{conditions!r}; check the API server log"
+                )
+            await asyncio.sleep(poll)
+    return names
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays between attempts after errors: ``initial`` doubling up to ``maximum``."""
+
+    initial: float = 0.1
+    maximum: float = 5.0
+    factor: float = 2.0
+
+
+async def _watch_once(
+    api: ApiClient,
+    resource: Resource,
+    namespace: str | None,
+    rv: str,
+    label_selector: str | None,
+    timeout_seconds: int,
+) -> AsyncIterator[tuple[str, Obj]]:
+    """One watch request from ``rv`` until the server ends it; ``Gone`` on 410."""
+    path = resource.path(namespace)
+    query = [
+        ("watch", "true"),
+        ("allowWatchBookmarks", "true"),
+        ("resourceVersion", rv),
+        ("timeoutSeconds", str(timeout_seconds)),
+    ]
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    try:
+        response = await api.call_api(
+            path,
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 15),
+        )
+    except ApiException as exc:
+        raise _error(exc.status or 0, "WATCH", path, exc.body) from None
+    async with response:
+        if response.status != 200:
+            raise _error(response.status, "WATCH", path, await response.read())
+        while True:
+            line = await response.content.readline()
+            if not line:
+                return
+            event = json.loads(line)
+            kind, obj = str(event.get("type", "")), event.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code") or 0)
+                raise _error(code, "WATCH", path, json.dumps(obj))
+            yield kind, obj
+
+
+async def watch_objects(
+    api: ApiClient,
+    resource: Resource,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    timeout_seconds: int = 60,
+    backoff: Backoff = Backoff(),
+) -> AsyncIterator[tuple[WatchType, Obj]]:
+    """List, then watch from the list's resourceVersion, forever (until the caller stops).
+
+    Yields ``ADDED`` / ``MODIFIED`` / ``DELETED`` with the object, and ``SYNCED`` (with
+    ``{"metadata": {"resourceVersion": ...}}``) each time a (re-)list has been fully
+    reported — the first ``SYNCED`` means the consumer has seen every existing object.
+    On 410 Gone it lists again and reports objects that vanished meanwhile as ``DELETED``
+    and changed ones as ``MODIFIED``. Other errors (network, 5xx, a resource type not yet
+    defined) are logged and retried after a bounded, growing delay.
+    """
+    known: dict[str, Obj] = {}
+    rv: str | None = None
+    delay = backoff.initial
+    where = f"{resource.plural} in {namespace or 'all namespaces'}"
+    while True:
+        try:
+            if rv is None:
+                items, rv = await list_objects(
+                    api, resource, namespace, label_selector=label_selector
+                )
+                current = {object_key(item): item for item in items}
+                for key, item in current.items():
+                    old = known.get(key)
+                    if old is None:
+                        yield "ADDED", item
+                    elif resource_version(old) != resource_version(item):
+                        yield "MODIFIED", item
+                for key in known.keys() - current.keys():
+                    yield "DELETED", known[key]
+                known = current
+                delay = backoff.initial
+                yield "SYNCED", {"metadata": {"resourceVersion": rv}}
+            async for kind, obj in _watch_once(
+                api, resource, namespace, rv, label_selector, timeout_seconds
+            ):
+                rv = resource_version(obj) or rv
+                delay = backoff.initial
+                if kind == "BOOKMARK":
+                    continue
+                obj.setdefault("apiVersion", resource.api_version)
+                obj.setdefault("kind", resource.kind)
+                key = object_key(obj)
+                if kind == "DELETED":
+                    known.pop(key, None)
+                    yield "DELETED", obj
+                elif kind in ("ADDED", "MODIFIED"):
+                    known[key] = obj
+                    yield cast(WatchType, kind), obj
+        except Gone:
+            logger.info("watch of %s expired (410 Gone); listing again", where)
+            rv = None
+        except (KubeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            logger.warning("watch of %s failed, retrying in %.1f s: %s", where, delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * backoff.factor, backoff.maximum)

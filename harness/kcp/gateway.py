@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -69,6 +70,11 @@ class GatewayUpdateRejected(GatewayError):
 
 class GatewayUpdateTimeout(GatewayError, TimeoutError):
     """Envoy did not report the new configuration version before the deadline."""
+
+
+def _exact(stat: str) -> str:
+    """A stat name as a regex matching only itself (Envoy's admin filter is RE2)."""
+    return re.escape(stat)
 
 
 class _PortTaken(GatewayError):
@@ -418,8 +424,16 @@ class EnvoyGateway:
                 await self._confirm(file, content["version_info"], baseline)
         except GatewayError:
             if previous is not None:
-                await self._roll_back(previous)
+                self._roll_back(previous)
             raise
+        except (aiohttp.ClientError, OSError) as exc:
+            if previous is not None:
+                self._roll_back(previous)
+            raise self._error(
+                GatewayError,
+                f"{self.name}: admin endpoint {self.admin_url} failed during an update "
+                f"(running: {self.running}): {type(exc).__name__}: {exc}",
+            ) from exc
         self.last_apply_seconds = time.perf_counter() - started
         self._applied = config
         return config
@@ -440,8 +454,9 @@ class EnvoyGateway:
         return _Xds(prefix + "version_text", (prefix + "update_rejected",))
 
     async def _rejections(self, file: str) -> int:
-        stats = await self.admin.stats()
-        return sum(stats.get(name, 0) for name in self._xds(file).rejected)
+        names = self._xds(file).rejected
+        stats = await self.admin.stats("^(" + "|".join(_exact(n) for n in names) + ")$")
+        return sum(stats.get(name, 0) for name in names)
 
     async def _confirm(self, file: str, version: str, baseline: int) -> None:
         xds = self._xds(file)
@@ -449,12 +464,11 @@ class EnvoyGateway:
         deadline = loop.time() + self._apply_timeout
         seen: str | None = None
         while True:
-            readouts = await self.admin.text_readouts(f"^{xds.version.replace('.', '[.]')}$")
+            readouts = await self.admin.text_readouts(f"^{_exact(xds.version)}$")
             seen = readouts.get(xds.version)
             if seen == version:
                 return
-            stats = await self.admin.stats()
-            if sum(stats.get(name, 0) for name in xds.rejected) > baseline:
+            if await self._rejections(file) > baseline:
                 raise self._error(
                     GatewayUpdateRejected,
                     f"{self.name}: Envoy rejected {file} version {version}; "
@@ -468,7 +482,7 @@ class EnvoyGateway:
                 )
             await asyncio.sleep(_POLL)  # polling a condition until the deadline
 
-    async def _roll_back(self, previous: EnvoyConfig) -> None:
+    def _roll_back(self, previous: EnvoyConfig) -> None:
         """Put the files of the confirmed config back, so a restart serves it too."""
         for file in (previous.layout.rds_file, previous.layout.lds_file):
             content = previous.files()[file]
@@ -513,4 +527,4 @@ class EnvoyGateway:
     async def route_version(self) -> str | None:
         """The RDS ``version_text`` Envoy currently serves."""
         name = self._xds(self._layout().rds_file).version
-        return (await self.admin.text_readouts(f"^{name.replace('.', '[.]')}$")).get(name)
+        return (await self.admin.text_readouts(f"^{_exact(name)}$")).get(name)

@@ -218,8 +218,12 @@ async def test_stop_start_same_port_and_cleanup(
         with pytest.raises((aiohttp.ClientError, OSError)):
             await post_event(session, gateway.url + "/v2/klm/event", context)
 
+        # Updates while stopped are written to the files and served after the start.
+        await gateway.update([], {})
         await gateway.start()
         assert gateway.port == port and gateway.pid not in (None, first_pid)
+        assert (await post_event(session, gateway.url + "/v2/klm/event", context))[0] == 404
+        await route_klm(gateway, listener)
         assert (await post_event(session, gateway.url + "/v2/klm/event", context))[0] == 200
 
         await gateway.kill()

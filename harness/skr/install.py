@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import shutil
+import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -25,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from cryptography.hazmat.primitives import serialization
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
@@ -394,6 +397,45 @@ class SkrInstallation:
             await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
             self._leaf = new_leaf
             await self._put_secret()
+
+    async def served_certificate(self) -> bytes:
+        """The DER certificate the webhook presents right now (one TLS handshake)."""
+        context = ssl.create_default_context(cadata=self._serving_bundle_pem.decode("ascii"))
+        context.check_hostname = False  # we compare the certificate itself
+        context.verify_mode = ssl.CERT_NONE  # expired/foreign overrides must be readable too
+        _, writer = await asyncio.open_connection(
+            ports.LOOPBACK, self.webhook_port, ssl=context, server_hostname=ports.LOOPBACK
+        )
+        try:
+            ssl_object = writer.get_extra_info("ssl_object")
+            der = ssl_object.getpeercert(binary_form=True) if ssl_object else None
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, ssl.SSLError):
+                await writer.wait_closed()
+        if not der:
+            raise SkrInstallError(f"SKR {self.cluster.name}: webhook presented no certificate")
+        return bytes(der)
+
+    async def wait_serving(self, leaf: pki.Issued, *, within: float = 10.0) -> float:
+        """Poll until the webhook serves ``leaf`` (after :meth:`rotate`); seconds it took."""
+        wanted = leaf.certificate.public_bytes(serialization.Encoding.DER)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        last = "no handshake yet"
+        while True:
+            try:
+                if await self.served_certificate() == wanted:
+                    return loop.time() - started
+                last = "an older certificate"
+            except (OSError, ssl.SSLError) as e:
+                last = f"{type(e).__name__}: {e}"
+            if loop.time() - started > within:
+                raise SkrInstallError(
+                    f"SKR {self.cluster.name}: webhook still serves {last} after {within:g} s; "
+                    f"log: {self.webhook.log_path}"
+                )
+            await asyncio.sleep(0.05)  # polling a condition, not guessing readiness
 
     # -- fault injection and metrics --------------------------------------------------
 

@@ -23,7 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 from harness.clusters import procfs
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import Environment, LocalBackend
-from harness.skr import SkrFleet, SkrInstallation
+from harness.skr import CertificateOverride, SkrFleet, SkrInstallation
 from watcher import pki
 from watcher.listener import EventStream, Listener, ListenerConfig, ListenerEvent
 from watcher.listener.tls import direct_mtls_context
@@ -357,6 +357,19 @@ async def test_watcher_flows_through_the_real_admission_chain(
         await writer.patch_kyma("default-kyma", {"spec": {"channel": "regular"}})  # no webhook
 
 
+async def first_refusal(writer: Skr, within: float = 10.0) -> client.ApiException:
+    """Write until the API server refuses (the Fail policy may take a moment to apply)."""
+    deadline = time.monotonic() + within
+    for i in range(10_000):
+        try:
+            await writer.patch_kyma("default-kyma", {"spec": {"channel": f"refused-{i}"}})
+        except client.ApiException as e:
+            return e
+        assert time.monotonic() < deadline, "writes were never refused with failurePolicy Fail"
+        await asyncio.sleep(0.05)  # polling interval
+    raise AssertionError("unreachable")
+
+
 def summary(values: list[float]) -> str:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -429,6 +442,27 @@ async def test_fleet_rewires_every_skr_at_once_and_latency(
         print(f"admission→listener, sync delivery (skr-b):  {summary(latencies['skr-b'])}")
         assert max(latencies["skr-a"] + latencies["skr-b"]) < EVENT_TIMEOUT
 
+        # Renewal: a new leaf from the same CA is picked up without a restart.
+        a, b = fleet["skr-a"], fleet["skr-b"]
+        renewed = pki.issue_runtime_certificate(
+            ca, "runtime-skr-a", "skr-a.example.com", extra_ip_addresses=["127.0.0.1"]
+        )
+        pid_a = a.pid
+        await a.rotate(ca.cert_pem, renewed)
+        reload_s = await a.wait_serving(renewed)
+        assert a.pid == pid_a and a.leaf is renewed
+        print(f"certificate reload after rotate: {reload_s * 1000:.0f} ms")
+        await writers["skr-a"].patch_kyma("default-kyma", {"spec": {"channel": "renewed"}})
+        assert (await next_event(klm.events(), "default-kyma")).runtime_id == "runtime-skr-a"
+
+        # failurePolicy Fail makes a dead webhook visible: watched writes are refused.
+        b.failure_policy = "Fail"
+        await b.apply_watchers(fleet.watchers)
+        await b.kill()
+        refused = await first_refusal(writers["skr-b"])
+        assert refused.status == 500 and "failed calling webhook" in refused.body
+        await b.start()
+
         # Removing every Watcher removes the configuration everywhere.
         await fleet.apply_watchers([])
         for inst in fleet:
@@ -439,3 +473,61 @@ async def test_fleet_rewires_every_skr_at_once_and_latency(
 
     assert not any(pid and procfs.is_alive(pid) for pid in pids)
     assert not any(d.exists() for d in directories)
+
+
+async def test_certificate_overrides_break_the_intended_hop(
+    cluster_binaries: Binaries, tmp_path: Path
+) -> None:
+    """Foreign CA: the API server still calls the webhook (its caBundle is the foreign CA)
+    but the KCP refuses the client certificate. Expired: the API server cannot call the
+    webhook at all (seen as refused writes with failurePolicy Fail)."""
+    ca = pki.create_ca()
+    files = kcp_files(ca, tmp_path / "kcp", "kcp-listener")
+    overrides = {
+        "skr-a": CertificateOverride.foreign_ca(),
+        "skr-b": CertificateOverride.expired(),
+    }
+    async with AsyncExitStack() as stack:
+        env = await stack.enter_async_context(
+            skr_clusters(cluster_binaries, tmp_path, ["skr-a", "skr-b"])
+        )
+        klm = await stack.enter_async_context(listener("lifecycle-manager", files))
+        fleet = SkrFleet(
+            SkrInstallation(
+                env[name],
+                runtime_id=f"runtime-{name}",
+                skr_domain=f"{name}.example.com",
+                ca=ca,
+                ca_bundle_pem=ca.cert_pem,
+                kcp_addr=f"127.0.0.1:{klm.port}",
+                delivery_mode="sync",
+                certificate=override,
+                failure_policy="Fail" if name == "skr-b" else "Ignore",
+                extra_env={"WATCHER_SYNC_ATTEMPTS": "1"},
+            )
+            for name, override in overrides.items()
+        )
+        await stack.enter_async_context(fleet)
+        writers = {
+            inst.cluster.name: Skr(await stack.enter_async_context(inst.cluster.api_client()))
+            for inst in fleet
+        }
+        for writer in writers.values():
+            await writer.create_kyma("default-kyma")
+        await fleet.apply_watchers([klm_watcher()])
+        foreign, expired = fleet["skr-a"], fleet["skr-b"]
+
+        async def annotate(n: int) -> None:
+            await writers["skr-a"].patch_kyma(
+                "default-kyma", {"metadata": {"annotations": {"probe": str(n)}}}, dry_run="All"
+            )
+
+        await wait_wired(foreign, annotate)
+        await writers["skr-a"].patch_kyma("default-kyma", {"spec": {"channel": "fast"}})
+        failed = await foreign.metric("watcher_failed_kcp_total", error_reason="failed-request")
+        assert failed == 1.0, await foreign.metrics()
+
+        refused = await first_refusal(writers["skr-b"])  # skr-b uses failurePolicy Fail
+        assert refused.status == 500 and "expired" in refused.body, refused.body
+        assert await expired.metric("watcher_admission_request_total") == 0.0
+        await assert_no_event(klm.events())

@@ -121,7 +121,8 @@ class EnvoyGateway:
 
     ``tls`` holds the gateway's serving certificate and key and the KCP CA bundle client
     certificates must chain to. Routes start empty (everything answers 404) until
-    :meth:`update` is called.
+    :meth:`update` is called. ``port``/``admin_port`` default to free loopback ports
+    (picked again if another process takes one before Envoy binds it).
     """
 
     def __init__(
@@ -129,6 +130,8 @@ class EnvoyGateway:
         tls: TlsFiles,
         *,
         envoy: Path | None = None,
+        port: int | None = None,
+        admin_port: int | None = None,
         name: str = "kcp-gateway",
         log_dir: Path | None = None,
         cluster_settings: ClusterSettings = ClusterSettings(),  # noqa: B008 - frozen
@@ -142,6 +145,7 @@ class EnvoyGateway:
     ) -> None:
         self.tls = tls
         self.name = name
+        self._fixed_ports = (port, admin_port)
         self._envoy = envoy
         self._log_dir = log_dir
         self._cluster_settings = cluster_settings
@@ -257,14 +261,17 @@ class EnvoyGateway:
                 shutil.rmtree(self._tmp, ignore_errors=True)
 
     async def _first_start(self) -> None:
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            self._port, self._admin_port = free_port(), free_port()
+        """Start on the given ports, or on free ones, picking again if one was taken."""
+        port, admin_port = self._fixed_ports
+        attempts = 1 if port and admin_port else PORT_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            self._port, self._admin_port = port or free_port(), admin_port or free_port()
             self._write_initial_files()
             try:
                 await self.start()
                 return
             except _PortTaken:
-                if attempt == PORT_ATTEMPTS:
+                if attempt == attempts:
                     raise
 
     def _layout(self) -> XdsLayout:

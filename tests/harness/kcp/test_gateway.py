@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +21,8 @@ from gateway_kit import (
 )
 
 from harness.clusters import procfs
-from harness.kcp.gateway import EnvoyGateway, GatewayUpdateRejected
+from harness.clusters.ports import free_port
+from harness.kcp.gateway import EnvoyGateway, GatewayError, GatewayUpdateRejected
 from watcher.listener import Listener, ListenerConfig
 from watcher.render.envoy import FaultInjection
 
@@ -236,3 +238,18 @@ async def test_stop_start_same_port_and_cleanup(
     assert all(pid is not None and not procfs.is_alive(pid) for pid in pids)
     assert not directory.exists()
     assert (tmp_path / "kcp-gateway.log").is_file()
+
+
+async def test_taken_listener_port_fails_fast_with_the_log(pki: Pki, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        gateway = EnvoyGateway(pki.gateway, port=port, admin_port=free_port(), log_dir=tmp_path)
+        started = time.perf_counter()
+        with pytest.raises(GatewayError, match="rejected its listener") as info:
+            async with gateway:
+                pass
+        assert time.perf_counter() - started < 10
+    assert "full log:" in str(info.value)
+    assert gateway.record.pid is not None and not procfs.is_alive(gateway.record.pid)

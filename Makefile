@@ -8,13 +8,14 @@ STAMP  := $(VENV)/.installed
 XDIST  ?= auto
 REPORT_DIR ?= reports
 
-.PHONY: setup lint test e2e e2e-tests binaries bench clean help
+.PHONY: setup lint test e2e e2e-tests binaries bench up clean help
 
 help:
 	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
 	@echo "make e2e       main job: build binaries, start clusters + gateway, run scenarios, report"
 	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
-	@echo "make bench     benchmarks; writes docs/benchmarks.md"
+	@echo "make bench     loopback benchmark; writes docs/benchmarks-loopback.md"
+	@echo "make up        keep KCP + 2 SKRs + gateway + watcher running (Ctrl-C stops)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,12 +38,17 @@ binaries: setup
 	$(PY) -m harness.clusters.binaries ensure
 
 e2e-tests: binaries
-	$(VENV)/bin/pytest -n $(XDIST) -q -m e2e
+	@mkdir -p $(REPORT_DIR)
+	$(VENV)/bin/pytest -n $(XDIST) -q -m e2e --junitxml=$(REPORT_DIR)/e2e-junit.xml
 
 e2e: e2e-tests
+	@echo "e2e: all flows passed; JUnit report in $(REPORT_DIR)/e2e-junit.xml"
 
 bench: setup
-	$(VENV)/bin/pytest -q -m bench -p no:xdist -s
+	$(PY) -m harness.bench.loopback
+
+up: binaries
+	$(VENV)/bin/watcher-harness up
 
 clean:
 	rm -rf $(VENV) $(REPORT_DIR) .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,66 @@
+"""``watcher-harness``: bring the whole watcher environment up for manual exploration.
+
+``watcher-harness up`` starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy
+gateway, the Watcher controller, the Lifecycle-Manager stand-in and one Python webhook per
+SKR, prints where everything is, and tears it all down on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from harness.environment import EnvironmentSpec, SkrSpec, watcher_environment
+from harness.errors import HarnessError
+from watcher.errors import WatcherError
+
+
+def _spec(count: int) -> EnvironmentSpec:
+    letters = "abcdefghij"
+    return EnvironmentSpec(
+        skrs=tuple(
+            SkrSpec(f"skr-{c}", f"runtime-{c}", f"skr-{c}.kyma.example.com")
+            for c in letters[:count]
+        )
+    )
+
+
+async def up(count: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with watcher_environment(_spec(count)) as env:
+        print(f"ready in {env.clusters.startup_seconds:.1f} s (clusters); kubeconfigs:")
+        for name, cluster in env.clusters.clusters.items():
+            print(f"  {name:8} {cluster.kubeconfig}")
+        print(f"gateway   https://127.0.0.1:{env.gateway.port} (admin {env.gateway.admin_url})")
+        if env.klm.listener is not None:
+            print(
+                f"KLM listener http://127.0.0.1:{env.klm.listener.port}/v2/lifecycle-manager/event"
+            )
+        for skr in env.fleet:
+            print(f"webhook {skr.cluster.name}: {skr.webhook_url} metrics {skr.metrics_url}")
+        print("Ctrl-C stops everything.", flush=True)
+        await stop.wait()
+    print("stopped; nothing left running.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="watcher-harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up", help="start KCP + SKRs + gateway + watcher; stop on Ctrl-C")
+    p_up.add_argument("--skrs", type=int, default=2, choices=range(1, 11), metavar="N")
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(up(args.skrs))
+    except (HarnessError, WatcherError) as exc:
+        print(f"watcher-harness: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -38,6 +38,7 @@ from harness.kube import (
     create_or_replace,
     ensure_namespace,
     get,
+    request,
 )
 from harness.skr.certs import CertificateOverride
 from harness.skr.fleet import SkrFleet
@@ -126,6 +127,30 @@ class WatcherEnvironment:
                 if fleet_names == wanted and ctl_names == wanted:
                     return
                 await asyncio.sleep(0.02)
+
+    async def wait_wired(self, within: float = 15.0) -> None:
+        """Until every SKR API server calls its webhook for the SKR Kyma.
+
+        A new ValidatingWebhookConfiguration reaches the API server's admission chain
+        through an informer, a moment after the write; dry-run writes probe it without
+        changing anything, and the webhook's admission counter proves it was called.
+        """
+        async with asyncio.timeout(within):
+            for inst in self.fleet:
+                api = self.skr_apis[inst.cluster.name]
+                before = await inst.metric("watcher_admission_request_total")
+                probe = 0
+                while await inst.metric("watcher_admission_request_total") <= before:
+                    probe += 1
+                    await request(
+                        api,
+                        "PATCH",
+                        KYMAS.path(SKR_NAMESPACE, "default"),
+                        query=[("dryRun", "All")],
+                        body={"metadata": {"annotations": {"harness/probe": str(probe)}}},
+                        content_type="application/merge-patch+json",
+                    )
+                    await asyncio.sleep(0.05)
 
     async def wait_route(
         self, name: str, namespace: str, *, present: bool, within: float = 15.0
@@ -273,4 +298,5 @@ async def watcher_environment(
         await env.apply_watcher(klm_watcher_dict())
         await env.wait_watchers_applied([f"{KCP_NAMESPACE}/klm-watcher"])
         await env.wait_route("klm-watcher", KCP_NAMESPACE, present=True)
+        await env.wait_wired()
         yield env

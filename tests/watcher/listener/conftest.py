@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -37,20 +36,6 @@ def tls_files(tmp_path: Path) -> TlsFiles:
     server.private_key_pem.write_to_path(files.server_key)
     client.private_key_and_cert_chain_pem.write_to_path(files.client_chain)
     return files
-
-
-@pytest.fixture
-async def no_leaked_tasks() -> AsyncIterator[None]:
-    """Fail a test that leaves tasks running (aiohttp's own get a moment to finish)."""
-    before = asyncio.all_tasks()
-    yield
-    current = asyncio.current_task()
-    leftover = asyncio.all_tasks() - before - {current}
-    if leftover:
-        _, pending = await asyncio.wait(leftover, timeout=1.0)
-        for task in pending:
-            task.cancel()
-        assert not pending, f"test leaked tasks: {pending}"
 
 
 @pytest.fixture

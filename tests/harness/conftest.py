@@ -1,4 +1,4 @@
-"""Real binaries for the e2e tests of the cluster backend, ensured once per session."""
+"""Fixtures shared by every harness test: the real cluster binaries, ensured once."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ HERE = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give e2e tests here time for a first build of kube-apiserver, if one is due."""
+    """Give e2e tests time for a first build of kube-apiserver, if one is due."""
     if kube_apiserver_path(cache_root()).is_file():
         return
     for item in items:

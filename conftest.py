@@ -1,0 +1,26 @@
+"""Fixtures every test package may use (here, not in tests/, so that ``tests/`` never
+lands on sys.path where ``tests/harness`` would shadow the real ``harness`` package)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+
+@pytest.fixture
+async def no_leaked_tasks() -> AsyncIterator[None]:
+    """Fail a test that leaves asyncio tasks running (aiohttp's own get a moment to finish).
+
+    Packages whose tests are all async make it autouse in their conftest; others name it.
+    """
+    before = asyncio.all_tasks()
+    yield
+    current = asyncio.current_task()
+    leftover = asyncio.all_tasks() - before - {current}
+    if leftover:
+        _, pending = await asyncio.wait(leftover, timeout=1.0)
+        for task in pending:
+            task.cancel()
+        assert not pending, f"test leaked tasks: {pending}"

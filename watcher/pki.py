@@ -149,6 +149,7 @@ def issue(
     ca: CertificateAuthority,
     common_name: str,
     *,
+    organizations: Iterable[str] = (),
     dns_names: Iterable[str] = (),
     ip_addresses: Iterable[str | IpAddress] = (),
     server_auth: bool = True,
@@ -162,7 +163,8 @@ def issue(
     """A leaf certificate signed by ``ca`` (any CA: pass a foreign one to get an untrusted cert).
 
     Validity is ``[not_before, not_before + validity]``; ``not_before`` defaults to ``now``,
-    so expired and not-yet-valid certificates are one argument away.
+    so expired and not-yet-valid certificates are one argument away. ``organizations``
+    become O= attributes (Kubernetes reads them as groups, e.g. ``system:masters``).
     """
     if not server_auth and not client_auth:
         raise ValueError("a certificate needs serverAuth, clientAuth or both")
@@ -176,7 +178,12 @@ def issue(
     ca_ski = ca.certificate.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
     builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .subject_name(
+            x509.Name(
+                [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+                + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+            )
+        )
         .issuer_name(ca.certificate.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

@@ -1,4 +1,4 @@
-"""Certificates a local kube-apiserver needs, generated with ``cryptography``.
+"""Certificates a local kube-apiserver needs, issued with :mod:`watcher.pki`.
 
 Each cluster gets its own serving CA (the API server's certificate, IP SAN 127.0.0.1 and
 DNS ``localhost``), its own client CA (the admin user is a client certificate with
@@ -6,39 +6,30 @@ DNS ``localhost``), its own client CA (the admin user is a client certificate wi
 clusters, so a credential of one cluster is refused by another — which is what a
 multi-cluster test must be able to rely on.
 
-Keys are ECDSA P-256: kube-apiserver accepts them everywhere we need, and generating them
-takes microseconds where RSA takes tens of milliseconds per key.
+Keys are ECDSA P-256 (microseconds to generate where RSA takes tens of milliseconds), and
+validity starts an hour in the past so a skewed clock never makes a fresh cluster's
+certificates "not yet valid".
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from watcher import pki
 
 VALIDITY = dt.timedelta(days=7)
 CLOCK_SKEW = dt.timedelta(hours=1)
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
-    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
-    return x509.Name(attrs)
+def _start() -> dt.datetime:
+    return dt.datetime.now(dt.UTC) - CLOCK_SKEW
 
 
 @dataclass(frozen=True)
@@ -58,46 +49,24 @@ class CertKey:
 class CertificateAuthority:
     """A self-signed CA that issues leaf certificates for servers and clients."""
 
-    def __init__(self, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> None:
-        self.cert = cert
-        self._key = key
+    def __init__(self, ca: pki.CertificateAuthority) -> None:
+        self._ca = ca
 
     @classmethod
     def create(cls, common_name: str) -> CertificateAuthority:
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.UTC)
-        name = _name(common_name)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - CLOCK_SKEW)
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
+        return cls(
+            pki.create_ca(
+                common_name, validity=VALIDITY + CLOCK_SKEW, not_before=_start(), key_type="ec"
             )
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
-            .sign(key, hashes.SHA256())
         )
-        return cls(cert, key)
+
+    @property
+    def cert(self) -> x509.Certificate:
+        return self._ca.certificate
 
     @property
     def cert_pem(self) -> bytes:
-        return self.cert.public_bytes(serialization.Encoding.PEM)
+        return self._ca.cert_pem
 
     def issue(
         self,
@@ -110,46 +79,19 @@ class CertificateAuthority:
         client: bool = False,
     ) -> CertKey:
         """A leaf certificate signed by this CA, for TLS server and/or client use."""
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = dt.datetime.now(dt.UTC)
-        usages = [ExtendedKeyUsageOID.SERVER_AUTH] * server + [
-            ExtendedKeyUsageOID.CLIENT_AUTH
-        ] * client
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(_name(common_name, organizations))
-            .issuer_name(self.cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - CLOCK_SKEW)
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), False
-            )
+        issued = pki.issue(
+            self._ca,
+            common_name,
+            organizations=organizations,
+            dns_names=dns_names,
+            ip_addresses=ip_addresses,
+            server_auth=server,
+            client_auth=client,
+            validity=VALIDITY + CLOCK_SKEW,
+            not_before=_start(),
+            key_type="ec",
         )
-        if usages:
-            builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
-        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(self._key, hashes.SHA256())
-        return CertKey(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+        return CertKey(issued.cert_pem, issued.key_pem)
 
 
 def service_account_key_pair() -> CertKey:
@@ -162,4 +104,9 @@ def service_account_key_pair() -> CertKey:
     public = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    return CertKey(public, _key_pem(key))
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return CertKey(public, private)

@@ -185,3 +185,17 @@ def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         pki.write_atomic(target, b"data")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir-as-target"]
+
+
+def test_organizations_become_subject_o_attributes() -> None:
+    from cryptography.x509.oid import NameOID
+
+    ca = pki.create_ca(key_type="ec")
+    admin = pki.issue(
+        ca, "admin", organizations=["system:masters"], server_auth=False, key_type="ec"
+    )
+    subject = admin.certificate.subject
+    assert [a.value for a in subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
+        "system:masters"
+    ]
+    assert admin.common_name == "admin"

@@ -17,21 +17,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-import aiohttp
-from kubernetes_asyncio.client import ApiClient, ApiException, CustomObjectsApi
-from kubernetes_asyncio.watch import Watch
+from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.gateway import GatewayError
+from harness.kube import VIRTUAL_SERVICES, Backoff, object_key, watch_objects
 from watcher.render.envoy import routes_from_virtual_service
 from watcher.render.errors import RenderError
 
 logger = logging.getLogger("harness.kcp.gateway_sync")
 
-GROUP, VERSION, PLURAL = "networking.istio.io", "v1beta1", "virtualservices"
+GROUP, VERSION, PLURAL = VIRTUAL_SERVICES.group, VIRTUAL_SERVICES.version, VIRTUAL_SERVICES.plural
 
 Address = tuple[str, int]
 
@@ -90,17 +88,6 @@ class Gateway(Protocol):
     ) -> object: ...
 
 
-@dataclass(frozen=True)
-class Backoff:
-    initial: float = 0.1
-    maximum: float = 5.0
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
 class VirtualServiceSync:
     """Keeps the gateway's routes equal to the KCP's VirtualServices; use as ``async with``."""
 
@@ -111,10 +98,10 @@ class VirtualServiceSync:
         registry: ServiceRegistry,
         *,
         debounce: float = 0.05,
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = Backoff(),  # noqa: B008 - frozen
         watch_timeout_seconds: int = 60,
     ) -> None:
-        self._api = CustomObjectsApi(api)
+        self._api = api
         self._gateway = gateway
         self._registry = registry
         self._debounce = debounce
@@ -170,61 +157,22 @@ class VirtualServiceSync:
     # -- watch ------------------------------------------------------------------------
 
     async def _watch_loop(self) -> None:
-        delay = self._backoff.initial
-        rv: str | None = None
-        while True:
-            try:
-                if rv is None:
-                    rv = await self._list()
-                rv = await self._watch(rv)
-                delay = self._backoff.initial
-            except ApiException as exc:
-                if exc.status == 410:
-                    logger.info("VirtualService watch expired (410 Gone); listing again")
-                    rv = None
-                    continue
-                logger.warning("VirtualService list/watch failed: %s %s", exc.status, exc.reason)
-                rv, delay = None, await self._pause(delay)
-            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                logger.warning("VirtualService list/watch failed: %s", exc)
-                rv, delay = None, await self._pause(delay)
-
-    async def _pause(self, delay: float) -> float:
-        await asyncio.sleep(delay)  # backoff before retrying the API server
-        return min(delay * 2, self._backoff.maximum)
-
-    async def _list(self) -> str:
-        listing = await self._api.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-        self._objects = {_key(item): item for item in listing.get("items", [])}
-        self.lists += 1
-        self._listed.set()
-        self._dirty.set()
-        return str(listing["metadata"]["resourceVersion"])
-
-    async def _watch(self, rv: str) -> str:
-        """Watch from ``rv`` until the server ends the watch; return the last version seen."""
-        async with Watch() as watch:
-            async for event in watch.stream(
-                self._api.list_cluster_custom_object,
-                GROUP,
-                VERSION,
-                PLURAL,
-                resource_version=rv,
-                timeout_seconds=self._watch_timeout,
-                allow_watch_bookmarks=True,
-            ):
-                obj = event["raw_object"]
-                rv = str(obj.get("metadata", {}).get("resourceVersion") or rv)
-                kind = event["type"]
-                logger.debug("watch event %s %s", kind, _key(obj))
-                if kind == "DELETED":
-                    self._objects.pop(_key(obj), None)
-                elif kind in ("ADDED", "MODIFIED"):
-                    self._objects[_key(obj)] = obj
-                else:
-                    continue
-                self._dirty.set()
-        return rv
+        """Mirror the VirtualServices; ``harness.kube.watch_objects`` re-lists and backs off."""
+        async for kind, obj in watch_objects(
+            self._api,
+            VIRTUAL_SERVICES,
+            timeout_seconds=self._watch_timeout,
+            backoff=self._backoff,
+        ):
+            logger.debug("watch event %s %s", kind, object_key(obj))
+            if kind == "SYNCED":
+                self.lists += 1
+                self._listed.set()
+            elif kind == "DELETED":
+                self._objects.pop(object_key(obj), None)
+            else:
+                self._objects[object_key(obj)] = obj
+            self._dirty.set()
 
     # -- sync -------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
-"""``watcher-harness``: bring the whole watcher environment up for manual exploration.
+"""``watcher-harness up``: bring the whole watcher environment up for manual exploration.
 
-``watcher-harness up`` starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy
-gateway, the Watcher controller, the Lifecycle-Manager stand-in and one Python webhook per
-SKR, prints where everything is, and tears it all down on Ctrl-C or SIGTERM.
+Starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy gateway, the Watcher
+controller, the Lifecycle-Manager stand-in and one Python webhook per SKR, prints where
+everything is, and tears it all down on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -48,19 +48,16 @@ async def up(count: int) -> None:
     print("stopped; nothing left running.")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="watcher-harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_up = sub.add_parser("up", help="start KCP + SKRs + gateway + watcher; stop on Ctrl-C")
     p_up.add_argument("--skrs", type=int, default=2, choices=range(1, 11), metavar="N")
-    args = parser.parse_args(argv)
+    p_up.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(up(args.skrs))
     except (HarnessError, WatcherError) as exc:
         print(f"watcher-harness: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,27 @@
+"""``watcher-harness``: the harness's command line.
+
+``up`` keeps an environment running for manual exploration; ``validate`` checks scenario
+files; ``list`` shows the scenarios. One module per command group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from harness.cli import scenarios, up
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="watcher-harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    up.register(sub)
+    scenarios.register(sub)
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    return func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

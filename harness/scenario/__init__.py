@@ -1,0 +1,111 @@
+"""Scenario files: the model (what a scenario says), the loader (YAML → model, with located
+errors), per-run names and the generated JSON Schema. Pure: no processes, no I/O beyond
+reading the files."""
+
+from harness.scenario.clusters import KCP, Backend, Certificate, CertificateKind, Clusters, Skr
+from harness.scenario.errors import InvalidScenario, Location, ScenarioError
+from harness.scenario.expectations import (
+    Count,
+    EventExpectation,
+    Expect,
+    Latency,
+    MetricExpectation,
+    ObjectRef,
+    ReconcileExpectation,
+    RejectionExpectation,
+    Truth,
+)
+from harness.scenario.kymas import Kyma, default_kymas
+from harness.scenario.loader import (
+    dump_scenario,
+    load_scenario,
+    load_scenarios,
+    loads_scenario,
+    scenario_files,
+)
+from harness.scenario.model import Scenario, Step
+from harness.scenario.names import InstanceNames, instance_names
+from harness.scenario.operations import (
+    Apply,
+    ApplyOp,
+    Churn,
+    ChurnMix,
+    ChurnOp,
+    Delete,
+    DeleteOp,
+    ExpectOp,
+    FaultOp,
+    KcpFault,
+    KcpFaultSpec,
+    Operation,
+    Patch,
+    PatchOp,
+    ProcessFault,
+    RotateFault,
+    WaitOp,
+    WatcherChange,
+    WatcherOp,
+)
+from harness.scenario.settings import Requeue, Settings
+from harness.scenario.values import ResourceRef, format_duration, parse_duration
+from harness.scenario.watchers import DefaultWatcher, Listener, Service, WatcherDef
+
+__all__ = [
+    "KCP",
+    "Apply",
+    "ApplyOp",
+    "Backend",
+    "Certificate",
+    "CertificateKind",
+    "Churn",
+    "ChurnMix",
+    "ChurnOp",
+    "Clusters",
+    "Count",
+    "DefaultWatcher",
+    "Delete",
+    "DeleteOp",
+    "EventExpectation",
+    "Expect",
+    "ExpectOp",
+    "FaultOp",
+    "InstanceNames",
+    "InvalidScenario",
+    "KcpFault",
+    "KcpFaultSpec",
+    "Kyma",
+    "Latency",
+    "Listener",
+    "Location",
+    "MetricExpectation",
+    "ObjectRef",
+    "Operation",
+    "Patch",
+    "PatchOp",
+    "ProcessFault",
+    "ReconcileExpectation",
+    "RejectionExpectation",
+    "Requeue",
+    "ResourceRef",
+    "RotateFault",
+    "Scenario",
+    "ScenarioError",
+    "Service",
+    "Settings",
+    "Skr",
+    "Step",
+    "Truth",
+    "WaitOp",
+    "WatcherChange",
+    "WatcherDef",
+    "WatcherOp",
+    "default_kymas",
+    "dump_scenario",
+    "format_duration",
+    "instance_names",
+    "load_scenario",
+    "load_scenarios",
+    "loads_scenario",
+    "parse_duration",
+    "scenario_files",
+]

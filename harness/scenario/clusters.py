@@ -1,0 +1,103 @@
+"""``clusters``: the KCP (always there, named ``kcp``) and the named SKRs."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, model_validator
+
+from harness.scenario.values import DnsLabel, Model
+
+if TYPE_CHECKING:
+    from harness.skr.certs import CertificateOverride
+
+KCP = "kcp"
+
+
+class Backend(StrEnum):
+    """Where the clusters come from."""
+
+    LOCAL = "local"  # etcd + kube-apiserver processes on loopback (the default)
+    KUBECONFIG = "kubeconfig"  # existing clusters named by kubeconfig contexts
+    KIND = "kind"  # kind clusters
+
+
+class CertificateKind(StrEnum):
+    NONE = "none"
+    WRONG_SAN = "wrong-san"
+    EXPIRED = "expired"
+    NOT_YET_VALID = "not-yet-valid"
+    FOREIGN_CA = "foreign-ca"
+
+
+class Certificate(Model):
+    """How the SKR's runtime certificate departs from the correct one (default: it does not)."""
+
+    override: CertificateKind = CertificateKind.NONE
+    skr_domain: str | None = Field(
+        default=None, description="wrong-san only: the domain the certificate is issued for"
+    )
+
+    @model_validator(mode="after")
+    def _domain_only_for_wrong_san(self) -> Certificate:
+        if self.skr_domain is not None and self.override is not CertificateKind.WRONG_SAN:
+            raise ValueError("skrDomain is only used with override: wrong-san")
+        return self
+
+    def to_override(self) -> CertificateOverride:
+        """The harness's :class:`~harness.skr.certs.CertificateOverride` for this setting."""
+        from harness.skr.certs import CertificateOverride
+
+        match self.override:
+            case CertificateKind.NONE:
+                return CertificateOverride()
+            case CertificateKind.WRONG_SAN:
+                return CertificateOverride.wrong_san(self.skr_domain or "wrong.skr.invalid")
+            case CertificateKind.EXPIRED:
+                return CertificateOverride.expired()
+            case CertificateKind.NOT_YET_VALID:
+                return CertificateOverride.not_yet_valid()
+            case CertificateKind.FOREIGN_CA:
+                return CertificateOverride.foreign_ca()
+
+
+class Skr(Model):
+    """One SKR cluster. ``runtimeId`` defaults to ``runtime-<name>``, ``skrDomain`` to
+    ``<name>.kyma.example.com``."""
+
+    name: DnsLabel
+    runtime_id: DnsLabel
+    skr_domain: str
+    certificate: Certificate = Field(default_factory=Certificate)
+    delivery_mode: Literal["async", "sync"] = "async"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            data = dict(data)
+            name = data["name"]
+            if "runtimeId" not in data and "runtime_id" not in data:
+                data["runtimeId"] = f"runtime-{name}"
+            if "skrDomain" not in data and "skr_domain" not in data:
+                data["skrDomain"] = f"{name}.kyma.example.com"
+        return data
+
+    @property
+    def kyma_name(self) -> str:
+        """Its Kyma in the KCP: ``kcp-system/kyma-<name>``."""
+        return f"kyma-{self.name}"
+
+
+class Clusters(Model):
+    """The KCP is implicit (cluster name ``kcp``); ``skrs`` lists at least one SKR."""
+
+    skrs: tuple[Skr, ...] = Field(min_length=1)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (KCP, *(s.name for s in self.skrs))
+
+    def skr(self, name: str) -> Skr | None:
+        return next((s for s in self.skrs if s.name == name), None)

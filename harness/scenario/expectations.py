@@ -1,0 +1,156 @@
+"""``expect``: what must have happened, checked until ``within`` has passed.
+
+Every list entry is one expectation and becomes one JUnit testcase. Counts are
+``{exactly: n}``, ``{atLeast: n}``, ``{atMost: n}`` (``atLeast`` and ``atMost`` combine
+into a range); ``none: true`` means exactly zero; neither means at least one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from harness.scenario.values import DnsLabel, Duration, Labels, Model, PositiveDuration, Text
+
+DEFAULT_WITHIN = 10.0
+_METRIC_NAME = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+TARGET_PATTERN = r"^(gateway|(listener|webhook)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+
+
+class Count(Model):
+    exactly: int | None = Field(default=None, ge=0)
+    at_least: int | None = Field(default=None, ge=0)
+    at_most: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Count:
+        if self.exactly is not None and (self.at_least is not None or self.at_most is not None):
+            raise ValueError("exactly cannot be combined with atLeast or atMost")
+        if self.exactly is None and self.at_least is None and self.at_most is None:
+            raise ValueError("a count needs exactly, atLeast or atMost")
+        if self.at_least is not None and self.at_most is not None and self.at_least > self.at_most:
+            raise ValueError(f"atLeast {self.at_least} is greater than atMost {self.at_most}")
+        return self
+
+
+class _Counted(Model):
+    count: Count | None = None
+    none: bool = False
+
+    @model_validator(mode="after")
+    def _count_or_none(self) -> _Counted:
+        if self.none and self.count is not None:
+            raise ValueError("none: true cannot be combined with count")
+        return self
+
+    @property
+    def bounds(self) -> tuple[int, int | None]:
+        """(at least, at most or ``None`` for unbounded)."""
+        if self.none:
+            return (0, 0)
+        if self.count is None:
+            return (1, None)
+        if self.count.exactly is not None:
+            return (self.count.exactly, self.count.exactly)
+        return (self.count.at_least or 0, self.count.at_most)
+
+
+class ObjectRef(Model):
+    """The watched object an event names (``kind`` optional)."""
+
+    namespace: str = ""
+    name: Text
+    kind: str | None = None
+
+
+class EventExpectation(_Counted):
+    """WatchEvents a manager's listener received (from one SKR, about one object)."""
+
+    manager: DnsLabel
+    runtime_id: str | None = None
+    cluster: DnsLabel | None = None
+    object: ObjectRef | None = None
+
+
+class Truth(Model):
+    """Received events equal the churn ground truth: nothing missing, nothing spurious,
+    right listener, right runtime id (see docs/scenarios.md, "Ground truth")."""
+
+    manager: DnsLabel | None = None
+
+
+class ReconcileExpectation(_Counted):
+    """Reconciles of a KCP Kyma (``name`` or ``namespace/name``) by the Lifecycle Manager."""
+
+    kyma: Text
+    trigger: Literal["startup", "requeue-timer", "watch-event"] | None = None
+
+
+class RejectionExpectation(_Counted):
+    """Requests a listener refused (``reason``: the metric's reason label, e.g.
+    ``verification-failed`` or the SAN-pinning category)."""
+
+    listener: DnsLabel
+    reason: Text
+
+
+class MetricExpectation(Model):
+    """``target`` ``gateway`` | ``listener/<component>`` | ``webhook/<skr>``; the sample
+    ``name{labels}`` compared with ``value`` (0 if the series does not exist)."""
+
+    target: str = Field(pattern=TARGET_PATTERN)
+    name: str = Field(pattern=_METRIC_NAME)
+    labels: Labels = Field(default_factory=dict)
+    op: Literal["==", "!=", "<=", ">=", "<", ">"] = "=="
+    value: float
+
+
+class Latency(Model):
+    """Bounds on SKR write → event received at the listener, over this step's events."""
+
+    manager: DnsLabel | None = None
+    p50: Duration | None = None
+    p99: Duration | None = None
+    max: Duration | None = None
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> Latency:
+        if self.p50 is None and self.p99 is None and self.max is None:
+            raise ValueError("latency needs at least one of p50, p99, max")
+        return self
+
+
+class Expect(Model):
+    within: PositiveDuration = DEFAULT_WITHIN
+    events: tuple[EventExpectation, ...] = ()
+    truth: Truth | None = None
+    reconciles: tuple[ReconcileExpectation, ...] = ()
+    rejections: tuple[RejectionExpectation, ...] = ()
+    metrics: tuple[MetricExpectation, ...] = ()
+    latency: Latency | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Expect:
+        if not (
+            self.events
+            or self.truth
+            or self.reconciles
+            or self.rejections
+            or self.metrics
+            or self.latency
+        ):
+            raise ValueError(
+                "expect needs at least one of events, truth, reconciles, rejections, "
+                "metrics, latency"
+            )
+        return self
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """``"webhook/skr-a"`` → ``("webhook", "skr-a")``; ``"gateway"`` → ``("gateway", "")``."""
+    if not re.fullmatch(TARGET_PATTERN, target):
+        raise ValueError(f"invalid target {target!r}")
+    kind, _, name = target.partition("/")
+    return kind, name

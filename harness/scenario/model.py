@@ -1,0 +1,74 @@
+"""The scenario: clusters, watchers, listeners, Kymas, settings, then ordered steps.
+
+Pure. A :class:`Scenario` is valid as a whole: besides every field's own checks, the names
+that operations and expectations use refer to things the scenario declares
+(:mod:`harness.scenario.references`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from harness.scenario.clusters import Backend, Clusters
+from harness.scenario.kymas import Kyma, default_kymas
+from harness.scenario.operations import Operation
+from harness.scenario.settings import Settings
+from harness.scenario.values import DnsLabel, Model, PositiveDuration, Text
+from harness.scenario.watchers import AnyWatcher, DefaultWatcher, Listener
+
+DEFAULT_STEP_TIMEOUT = 60.0
+DEFAULT_SCENARIO_TIMEOUT = 300.0
+
+
+class Step(Model):
+    """``try`` runs in order and stops at the first failure; then ``catch`` runs if it
+    failed; ``finally`` always runs. ``timeout`` bounds the whole step."""
+
+    name: Text
+    timeout: PositiveDuration = DEFAULT_STEP_TIMEOUT
+    try_: tuple[Operation, ...] = Field(alias="try", min_length=1)
+    catch: tuple[Operation, ...] = ()
+    finally_: tuple[Operation, ...] = Field(default=(), alias="finally")
+
+    def blocks(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        yield "try", self.try_
+        yield "catch", self.catch
+        yield "finally", self.finally_
+
+
+class Scenario(Model):
+    name: DnsLabel
+    description: str = ""
+    backend: Backend = Backend.LOCAL
+    timeout: PositiveDuration = DEFAULT_SCENARIO_TIMEOUT
+    tags: tuple[DnsLabel, ...] = ()
+    clusters: Clusters
+    watchers: tuple[AnyWatcher, ...] = (DefaultWatcher(default=True),)
+    listeners: tuple[Listener, ...] = ()
+    kymas: tuple[Kyma, ...] | None = None
+    settings: Settings = Field(default_factory=Settings)
+    steps: tuple[Step, ...] = Field(min_length=1)
+
+    _source: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        from harness.scenario.references import ReferenceProblems, check_references
+
+        problems = check_references(self)
+        if problems:
+            raise ReferenceProblems(problems)
+        return self
+
+    @property
+    def source(self) -> str | None:
+        """The file it was loaded from (``None`` if built in code)."""
+        return self._source
+
+    @property
+    def effective_kymas(self) -> tuple[Kyma, ...]:
+        """``kymas`` if given, else the defaults (one KCP Kyma + one SKR Kyma per SKR)."""
+        return self.kymas if self.kymas is not None else default_kymas(self.clusters.skrs)

@@ -1,0 +1,230 @@
+"""Operations: what a step does. Each is a mapping with exactly one key, like chainsaw's."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, model_validator
+
+from harness.scenario.expectations import Expect
+from harness.scenario.values import (
+    RESOURCE_SCHEMA_EXTRA,
+    DnsLabel,
+    Duration,
+    Labels,
+    Model,
+    PositiveDuration,
+    Resource,
+    Text,
+)
+from harness.scenario.watchers import WatcherDef
+
+FAULT_TARGET_PATTERN = r"^(gateway|(listener|webhook|apiserver)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+
+
+class Apply(Model):
+    """Create or replace ``object`` (inline) or the objects in ``file`` (relative to the
+    scenario file) on ``cluster``."""
+
+    cluster: DnsLabel
+    object: dict[str, Any] | None = None
+    file: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Apply:
+        if (self.object is None) == (self.file is None):
+            raise ValueError("apply needs exactly one of object or file")
+        if self.object is not None:
+            missing = [k for k in ("apiVersion", "kind") if not self.object.get(k)]
+            meta = self.object.get("metadata")
+            if not isinstance(meta, dict) or not meta.get("name"):
+                missing.append("metadata.name")
+            if missing:
+                raise ValueError(f"object lacks {', '.join(missing)}")
+        return self
+
+
+class Patch(Model):
+    """A JSON merge patch (``patch``) of one object, or of its ``status`` subresource."""
+
+    cluster: DnsLabel
+    resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
+    namespace: str = ""
+    name: Text
+    patch: dict[str, Any]
+    subresource: Literal["status"] | None = None
+
+
+class Delete(Model):
+    cluster: DnsLabel
+    resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
+    namespace: str = ""
+    name: Text
+
+
+class ChurnMix(Model):
+    """Relative weights of the mutation kinds (need not add up to anything)."""
+
+    create: float = Field(default=1.0, ge=0)
+    spec_update: float = Field(default=3.0, ge=0)
+    status_update: float = Field(default=1.0, ge=0)
+    label_flip: float = Field(default=1.0, ge=0)
+    delete: float = Field(default=1.0, ge=0)
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> ChurnMix:
+        if not any((self.create, self.spec_update, self.status_update, self.label_flip)):
+            raise ValueError("mix needs a positive weight besides delete")
+        return self
+
+
+class Churn(Model):
+    """Seeded random writes on SKRs; every write is recorded as ground truth.
+
+    ``objects`` is the pool size per cluster and kind, ``rate`` writes per second per
+    cluster, ``labels`` are put on every created object. ``background: true`` lets the
+    step go on at once; later ``truth`` and ``latency`` expectations wait for it to end.
+    """
+
+    clusters: tuple[DnsLabel, ...] = Field(min_length=1)
+    kinds: tuple[Literal["kymas", "configmaps", "secrets"], ...] = ("configmaps",)
+    mix: ChurnMix = Field(default_factory=ChurnMix)
+    objects: int = Field(default=10, ge=1, le=10_000)
+    rate: float = Field(default=10.0, gt=0, le=10_000)
+    duration: PositiveDuration = 10.0
+    seed: int = 0
+    labels: Labels = Field(default_factory=dict)
+    background: bool = False
+
+
+class ProcessFault(Model):
+    """Stop, start, kill (SIGKILL) or restart a process: ``gateway``,
+    ``listener/<component>``, ``webhook/<skr>`` or ``apiserver/<cluster>``."""
+
+    action: Literal["stop", "start", "kill", "restart"]
+    target: str = Field(pattern=FAULT_TARGET_PATTERN)
+
+
+class KcpFaultSpec(Model):
+    """Envoy's fault-injection filter on every KCP route: ``delay`` each request,
+    abort ``abortPercent`` % of them with ``abortStatus``."""
+
+    delay: Duration | None = None
+    abort_percent: float = Field(default=0.0, ge=0, le=100)
+    abort_status: int = Field(default=503, ge=200, le=599)
+
+
+class KcpFault(Model):
+    """``kcp: {...}`` sets the KCP fault; ``kcp: null`` clears it."""
+
+    kcp: KcpFaultSpec | None
+
+
+class RotateFault(Model):
+    """Rotate the SKRs' leaf certificates or the KCP CA (``clusters`` empty = every SKR)."""
+
+    rotate: Literal["leaf", "ca"]
+    clusters: tuple[DnsLabel, ...] = ()
+
+
+def _fault_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        for key, tag in (("kcp", "kcp"), ("rotate", "rotate")):
+            if key in value:
+                return tag
+        if "action" in value or "target" in value:
+            return "process"
+        return None
+    tags: dict[type, str] = {ProcessFault: "process", KcpFault: "kcp", RotateFault: "rotate"}
+    return tags.get(type(value))
+
+
+Fault = Annotated[
+    Annotated[ProcessFault, Tag("process")]
+    | Annotated[KcpFault, Tag("kcp")]
+    | Annotated[RotateFault, Tag("rotate")],
+    Discriminator(_fault_tag),
+]
+
+
+class WatcherChange(Model):
+    """``apply: <watcher>`` adds or replaces a Watcher, ``delete: <name>`` removes one."""
+
+    apply: WatcherDef | None = None
+    delete: DnsLabel | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> WatcherChange:
+        if (self.apply is None) == (self.delete is None):
+            raise ValueError("watcher needs exactly one of apply or delete")
+        return self
+
+
+# One wrapper per operation key --------------------------------------------------------------
+
+
+class ApplyOp(Model):
+    apply: Apply
+
+
+class PatchOp(Model):
+    patch: Patch
+
+
+class DeleteOp(Model):
+    delete: Delete
+
+
+class ChurnOp(Model):
+    churn: Churn
+
+
+class FaultOp(Model):
+    fault: Fault
+
+
+class WaitOp(Model):
+    wait: PositiveDuration
+
+
+class ExpectOp(Model):
+    expect: Expect
+
+
+class WatcherOp(Model):
+    watcher: WatcherChange
+
+
+OPERATIONS: dict[str, type[Model]] = {
+    "apply": ApplyOp,
+    "patch": PatchOp,
+    "delete": DeleteOp,
+    "churn": ChurnOp,
+    "fault": FaultOp,
+    "wait": WaitOp,
+    "expect": ExpectOp,
+    "watcher": WatcherOp,
+}
+
+
+def operation_key(value: Any) -> str | None:
+    """The operation's key, or ``None`` unless it is a mapping with exactly one key."""
+    if isinstance(value, dict):
+        return next(iter(value)) if len(value) == 1 else None
+    for key, cls in OPERATIONS.items():
+        if isinstance(value, cls):
+            return key
+    return None
+
+
+Operation = Annotated[
+    Annotated[ApplyOp, Tag("apply")]
+    | Annotated[PatchOp, Tag("patch")]
+    | Annotated[DeleteOp, Tag("delete")]
+    | Annotated[ChurnOp, Tag("churn")]
+    | Annotated[FaultOp, Tag("fault")]
+    | Annotated[WaitOp, Tag("wait")]
+    | Annotated[ExpectOp, Tag("expect")]
+    | Annotated[WatcherOp, Tag("watcher")],
+    Discriminator(operation_key),
+]

@@ -1,0 +1,300 @@
+"""Cross-references: every name an operation or expectation uses must be declared.
+
+Pure. :func:`check_references` returns every problem with the path (YAML keys and list
+indexes) of the value at fault, so the loader can point at its line and column.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.scenario.clusters import KCP
+from harness.scenario.expectations import Expect
+from harness.scenario.operations import (
+    ApplyOp,
+    ChurnOp,
+    DeleteOp,
+    ExpectOp,
+    FaultOp,
+    PatchOp,
+    ProcessFault,
+    RotateFault,
+    WatcherOp,
+)
+from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE
+
+if TYPE_CHECKING:
+    from harness.scenario.model import Scenario
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    loc: Loc
+    message: str
+    hint: str = ""
+
+
+class ReferenceProblems(ValueError):
+    """Raised by :class:`Scenario`'s validator; carries every :class:`Problem`."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+def suggest(name: str, known: Iterable[str], what: str) -> str:
+    """``did you mean 'x'? (<what>: a, b, c)`` or just the list."""
+    known = sorted(set(known))
+    close = difflib.get_close_matches(name, known, n=1)
+    listing = f"{what}: {', '.join(known)}" if known else f"no {what} declared"
+    return f"did you mean {close[0]!r}? ({listing})" if close else listing
+
+
+def _unknown(loc: Loc, what: str, name: str, known: Iterable[str], plural: str) -> Problem:
+    return Problem(loc, f"unknown {what} {name!r}", suggest(name, known, plural))
+
+
+def _duplicates(items: Iterable[tuple[Loc, str]], what: str) -> list[Problem]:
+    seen: set[str] = set()
+    out = []
+    for loc, key in items:
+        if key in seen:
+            out.append(Problem(loc, f"duplicate {what} {key!r}", f"{what} names must be unique"))
+        seen.add(key)
+    return out
+
+
+class _Checker:
+    def __init__(self, s: Scenario) -> None:
+        self.s = s
+        self.problems: list[Problem] = []
+        self.skrs = {skr.name: skr for skr in s.clusters.skrs}
+        self.clusters = {KCP, *self.skrs}
+        self.components = {KLM_COMPONENT, *(lst.component for lst in s.listeners)}
+        self.services = {KLM_SERVICE.key, *(lst.service.key for lst in s.listeners)}
+        applied = [
+            op.watcher.apply
+            for step in s.steps
+            for _, ops in step.blocks()
+            for op in ops
+            if isinstance(op, WatcherOp) and op.watcher.apply is not None
+        ]
+        self.watcher_names = {w.name for w in s.watchers} | {w.name for w in applied}
+        self.managers = {w.manager for w in s.watchers} | {w.manager for w in applied}
+        self.managers |= self.components
+        self.kcp_kymas = {k.name for k in s.effective_kymas if k.cluster == KCP} | {
+            k.key for k in s.effective_kymas if k.cluster == KCP
+        }
+
+    def add(self, problem: Problem) -> None:
+        self.problems.append(problem)
+
+    def cluster(self, loc: Loc, name: str, *, skr_only: bool = False) -> None:
+        known = set(self.skrs) if skr_only else self.clusters
+        if name not in known:
+            what = "SKR" if skr_only else "cluster"
+            if skr_only and name == KCP:
+                self.add(Problem(loc, "'kcp' is not an SKR here", suggest(name, known, "SKRs")))
+            else:
+                self.add(_unknown(loc, what, name, known, f"{what}s"))
+
+    def manager(self, loc: Loc, name: str | None) -> None:
+        if name is not None and name not in self.managers:
+            self.add(_unknown(loc, "manager", name, self.managers, "managers"))
+
+    def service(self, loc: Loc, key: tuple[str, str, int]) -> None:
+        if key not in self.services:
+            served = [f"{n}.{ns}:{p}" for n, ns, p in self.services]
+            self.add(
+                Problem(
+                    loc,
+                    f"no listener serves {key[0]}.{key[1]}:{key[2]}",
+                    f"add it under listeners, or use one of {', '.join(sorted(served))}",
+                )
+            )
+
+    def target(self, loc: Loc, target: str, *, allow_apiserver: bool) -> None:
+        kind, _, name = target.partition("/")
+        if kind == "apiserver":
+            if not allow_apiserver:
+                self.add(Problem(loc, f"metrics target {target!r} is not supported"))
+            elif name not in self.clusters:
+                self.add(_unknown(loc, "cluster", name, self.clusters, "clusters"))
+        elif kind == "listener" and name not in self.components:
+            self.add(_unknown(loc, "listener", name, self.components, "listeners"))
+        elif kind == "webhook" and name not in self.skrs:
+            self.add(_unknown(loc, "SKR", name, self.skrs, "SKRs"))
+
+    def run(self) -> list[Problem]:
+        s = self.s
+        skr_locs = [
+            (("clusters", "skrs", i, "name"), k.name) for i, k in enumerate(s.clusters.skrs)
+        ]
+        self.problems += _duplicates(skr_locs, "SKR")
+        for i, skr in enumerate(s.clusters.skrs):
+            if skr.name == KCP:
+                self.add(
+                    Problem(
+                        ("clusters", "skrs", i, "name"), "'kcp' names the KCP", "rename the SKR"
+                    )
+                )
+        self.problems += _duplicates(
+            (
+                (("clusters", "skrs", i, "runtimeId"), k.runtime_id)
+                for i, k in enumerate(s.clusters.skrs)
+            ),
+            "runtime id",
+        )
+        self.problems += _duplicates(
+            ((("watchers", i), f"{w.namespace}/{w.name}") for i, w in enumerate(s.watchers)),
+            "Watcher",
+        )
+        for i, w in enumerate(s.watchers):
+            self.service(("watchers", i, "watcher", "service"), w.service.key)
+        self.problems += _duplicates(
+            ((("listeners", i, "component"), lst.component) for i, lst in enumerate(s.listeners)),
+            "listener",
+        )
+        for i, lst in enumerate(s.listeners):
+            if lst.component == KLM_COMPONENT:
+                self.add(
+                    Problem(
+                        ("listeners", i, "component"),
+                        f"the {KLM_COMPONENT} listener always exists",
+                        "remove this entry",
+                    )
+                )
+            elif lst.service.key == KLM_SERVICE.key:
+                self.add(Problem(("listeners", i, "service"), "this service is KLM's"))
+        if s.kymas is not None:
+            for i, kyma in enumerate(s.kymas):
+                self.cluster(("kymas", i, "cluster"), kyma.cluster)
+            self.problems += _duplicates(
+                ((("kymas", i), f"{k.cluster}:{k.key}") for i, k in enumerate(s.kymas)), "Kyma"
+            )
+        self.problems += _duplicates(
+            ((("steps", i, "name"), step.name) for i, step in enumerate(s.steps)), "step"
+        )
+        churned = False
+        for i, step in enumerate(s.steps):
+            for block, ops in step.blocks():
+                for j, op in enumerate(ops):
+                    loc: Loc = ("steps", i, block, j)
+                    churned |= isinstance(op, ChurnOp)
+                    self.operation(loc, op, step.timeout, churned)
+        return self.problems
+
+    def operation(self, loc: Loc, op: Any, step_timeout: float, churned: bool) -> None:
+        if isinstance(op, ApplyOp | PatchOp | DeleteOp):
+            key = next(iter(type(op).model_fields))
+            self.cluster((*loc, key, key, "cluster"), getattr(op, key).cluster)
+        elif isinstance(op, ChurnOp):
+            for k, name in enumerate(op.churn.clusters):
+                self.cluster((*loc, "churn", "churn", "clusters", k), name, skr_only=True)
+        elif isinstance(op, FaultOp):
+            fault = op.fault
+            if isinstance(fault, ProcessFault):
+                here = (*loc, "fault", "fault", "process", "target")
+                self.target(here, fault.target, allow_apiserver=True)
+            elif isinstance(fault, RotateFault):
+                for k, name in enumerate(fault.clusters):
+                    here = (*loc, "fault", "fault", "rotate", "clusters", k)
+                    self.cluster(here, name, skr_only=True)
+        elif isinstance(op, WatcherOp):
+            change = op.watcher
+            if change.apply is not None:
+                here = (*loc, "watcher", "watcher", "apply", "service")
+                self.service(here, change.apply.service.key)
+            elif change.delete is not None and change.delete not in self.watcher_names:
+                self.add(
+                    _unknown(
+                        (*loc, "watcher", "watcher", "delete"),
+                        "Watcher",
+                        change.delete,
+                        self.watcher_names,
+                        "Watchers",
+                    )
+                )
+        elif isinstance(op, ExpectOp):
+            self.expect((*loc, "expect", "expect"), op.expect, step_timeout, churned)
+
+    def expect(self, loc: Loc, e: Expect, step_timeout: float, churned: bool) -> None:
+        if e.within > step_timeout:
+            self.add(
+                Problem(
+                    (*loc, "within"),
+                    f"within {e.within:g}s exceeds the step timeout {step_timeout:g}s",
+                    "raise the step's timeout or shorten within",
+                )
+            )
+        runtime_ids = {s.runtime_id for s in self.skrs.values()}
+        for k, ev in enumerate(e.events):
+            here = (*loc, "events", k)
+            self.manager((*here, "manager"), ev.manager)
+            if ev.cluster is not None:
+                self.cluster((*here, "cluster"), ev.cluster, skr_only=True)
+            if ev.runtime_id is not None:
+                if ev.runtime_id not in runtime_ids:
+                    self.add(
+                        _unknown(
+                            (*here, "runtimeId"),
+                            "runtime id",
+                            ev.runtime_id,
+                            runtime_ids,
+                            "runtime ids",
+                        )
+                    )
+                skr = self.skrs.get(ev.cluster or "")
+                if skr is not None and skr.runtime_id != ev.runtime_id:
+                    self.add(
+                        Problem(
+                            (*here, "runtimeId"),
+                            f"SKR {skr.name!r} has runtime id {skr.runtime_id!r}, "
+                            f"not {ev.runtime_id!r}",
+                            "give cluster or runtimeId, not both",
+                        )
+                    )
+        if e.truth is not None:
+            self.manager((*loc, "truth", "manager"), e.truth.manager)
+            if not churned:
+                self.add(
+                    Problem(
+                        (*loc, "truth"),
+                        "truth compares events with the churn's record, but no churn runs "
+                        "before it",
+                        "add a churn operation to this or an earlier step",
+                    )
+                )
+        for k, rc in enumerate(e.reconciles):
+            if rc.kyma not in self.kcp_kymas:
+                names = {n for n in self.kcp_kymas if "/" not in n}
+                self.add(
+                    _unknown(
+                        (*loc, "reconciles", k, "kyma"), "KCP Kyma", rc.kyma, names, "KCP Kymas"
+                    )
+                )
+        for k, rj in enumerate(e.rejections):
+            if rj.listener not in self.components:
+                self.add(
+                    _unknown(
+                        (*loc, "rejections", k, "listener"),
+                        "listener",
+                        rj.listener,
+                        self.components,
+                        "listeners",
+                    )
+                )
+        for k, m in enumerate(e.metrics):
+            self.target((*loc, "metrics", k, "target"), m.target, allow_apiserver=False)
+        if e.latency is not None:
+            self.manager((*loc, "latency", "manager"), e.latency.manager)
+
+
+def check_references(scenario: Scenario) -> list[Problem]:
+    """Every dangling or duplicate name in ``scenario``, in document order."""
+    return _Checker(scenario).run()

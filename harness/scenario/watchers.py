@@ -1,0 +1,120 @@
+"""``watchers`` and ``listeners``: which SKR changes go to which manager, and who listens.
+
+A Watcher entry is either ``{default: true}`` (KLM's ``kcp-system/klm-watcher``: Kyma spec
+changes labelled ``watched-by: kyma`` → ``lifecycle-manager``) or a full Watcher.
+The lifecycle-manager listener always exists; ``listeners`` adds other managers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, model_validator
+
+from harness.scenario.values import (
+    RESOURCE_SCHEMA_EXTRA,
+    DnsLabel,
+    Labels,
+    Model,
+    Resource,
+)
+from watcher.errors import InvalidWatcher
+from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict
+
+KCP_NAMESPACE = "kcp-system"
+KLM_COMPONENT = "lifecycle-manager"
+KLM_WATCHER = "klm-watcher"
+
+
+class Service(Model):
+    """A KCP service a Watcher routes to (``serviceInfo``) and a listener serves."""
+
+    name: DnsLabel
+    namespace: DnsLabel = KCP_NAMESPACE
+    port: int = Field(ge=1, le=65535)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.name, self.namespace, self.port)
+
+
+KLM_SERVICE = Service(name="klm-controller-manager-events", namespace=KCP_NAMESPACE, port=8082)
+
+
+class DefaultWatcher(Model):
+    """``{default: true}``: KLM's own Watcher, ``kcp-system/klm-watcher``."""
+
+    default: Literal[True]
+
+    @property
+    def name(self) -> str:
+        return KLM_WATCHER
+
+    @property
+    def namespace(self) -> str:
+        return KCP_NAMESPACE
+
+    @property
+    def manager(self) -> str:
+        return KLM_COMPONENT
+
+    @property
+    def service(self) -> Service:
+        return KLM_SERVICE
+
+    def to_dict(self) -> dict[str, Any]:
+        return klm_watcher_dict()
+
+
+class WatcherDef(Model):
+    """A full Watcher; rendered with :func:`watcher.render.watcher_cr.watcher_dict`."""
+
+    name: DnsLabel
+    namespace: DnsLabel = KCP_NAMESPACE
+    manager: DnsLabel
+    resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
+    field: Literal["spec", "status"] = "spec"
+    labels_to_watch: Labels = Field(default_factory=dict)
+    service: Service
+
+    @model_validator(mode="after")
+    def _renderable(self) -> WatcherDef:
+        try:
+            parse_watcher(self.to_dict())
+        except InvalidWatcher as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Watcher CR to apply in the KCP."""
+        r = self.resource
+        return watcher_dict(
+            self.name,
+            namespace=self.namespace,
+            manager=self.manager,
+            resource=(r.group, r.version, r.resource),
+            field=self.field,
+            service=self.service.key,
+            labels_to_watch=self.labels_to_watch,
+        )
+
+
+def _watcher_tag(value: Any) -> str:
+    if isinstance(value, dict) and "default" in value:
+        return "default"
+    if isinstance(value, DefaultWatcher):
+        return "default"
+    return "watcher"
+
+
+AnyWatcher = Annotated[
+    Annotated[DefaultWatcher, Tag("default")] | Annotated[WatcherDef, Tag("watcher")],
+    Discriminator(_watcher_tag),
+]
+
+
+class Listener(Model):
+    """Another manager's listener behind the gateway, registered as ``service``."""
+
+    component: DnsLabel
+    service: Service

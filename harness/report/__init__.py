@@ -1,0 +1,49 @@
+"""Run reports: a model filled during the run, rendered by pure writers.
+
+Modules, in the order a run uses them:
+
+* ``model`` — ``ReportBuilder`` (mutable, during the run) → ``RunReport`` (frozen, JSON form)
+* ``stats`` — percentiles and latency summaries
+* ``logs`` — reading process log tails (the only input the writers do not get from the model)
+* ``plot`` — PNG charts: latency histogram, reusable bar and line charts
+* ``junit`` / ``html`` — pure writers: report (+ log text, images) → text
+* ``writer`` — ``write_reports``: files on disk (index.html, report.json, JUnit)
+"""
+
+from harness.report.errors import ReportError, ReportFormatError
+from harness.report.model import (
+    Branch,
+    ExpectationResult,
+    MachineInfo,
+    ProcessInfo,
+    ReportBuilder,
+    RunReport,
+    ScenarioBuilder,
+    ScenarioReport,
+    Status,
+    StepReport,
+    TimelineEntry,
+    TimelineKind,
+    expectation_id,
+)
+from harness.report.writer import WrittenReports, write_reports
+
+__all__ = [
+    "Branch",
+    "ExpectationResult",
+    "MachineInfo",
+    "ProcessInfo",
+    "ReportBuilder",
+    "ReportError",
+    "ReportFormatError",
+    "RunReport",
+    "ScenarioBuilder",
+    "ScenarioReport",
+    "Status",
+    "StepReport",
+    "TimelineEntry",
+    "TimelineKind",
+    "WrittenReports",
+    "expectation_id",
+    "write_reports",
+]

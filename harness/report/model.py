@@ -1,0 +1,572 @@
+"""The run report: what happened in a run, as plain frozen data with a JSON form.
+
+The runner fills a :class:`ReportBuilder` while scenarios run; ``build()`` turns it into a
+:class:`RunReport`, which the writers (``junit``, ``html``, ``writer``) render. Times are
+wall-clock seconds since the epoch (``time.time()``); durations are seconds; latencies are
+milliseconds. ``to_dict`` / ``from_dict`` give a JSON-safe form that round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from harness.report.errors import ReportFormatError
+
+SCHEMA_VERSION = 1
+"""Version of the JSON form; bumped when a field changes meaning or is removed."""
+
+
+class Status(StrEnum):
+    """Outcome of a scenario or a step."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # the harness could not run it as written (setup failure, crash)
+    SKIPPED = "skipped"
+
+
+class Branch(StrEnum):
+    """Which block of a step a step report belongs to (chainsaw's try / catch / finally)."""
+
+    TRY = "try"
+    CATCH = "catch"
+    FINALLY = "finally"
+
+
+class TimelineKind(StrEnum):
+    """What a timeline entry records."""
+
+    MUTATION = "mutation"  # the harness changed an object in a cluster
+    EVENT = "event"  # a manager received a WatchEvent
+    RECONCILE = "reconcile"  # the Lifecycle-Manager stand-in reconciled a Kyma
+    FAULT = "fault"  # a fault was injected or lifted
+    STEP = "step"  # a step started or ended
+
+
+def expectation_id(scenario: str, step: str, index: int, kind: str) -> str:
+    """The stable name of an expectation: ``<scenario>/<step>/<index>-<kind>``.
+
+    ``index`` counts the expectations of a step from 1, in the order the file lists them,
+    so the name survives re-runs and unrelated edits elsewhere in the file.
+    """
+    return f"{scenario}/{step}/{index}-{kind}"
+
+
+@dataclass(frozen=True)
+class MachineInfo:
+    """Where the run happened: enough to compare timings between runs."""
+
+    cores: int
+    python: str
+    versions: Mapping[str, str] = field(default_factory=dict)  # component → version
+
+    @classmethod
+    def current(cls, versions: Mapping[str, str] | None = None) -> MachineInfo:
+        """This machine: CPU count, Python version, plus the ``versions`` given."""
+        return cls(
+            cores=os.cpu_count() or 1,
+            python=platform.python_version(),
+            versions=dict(versions or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cores": self.cores, "python": self.python, "versions": dict(self.versions)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MachineInfo:
+        return cls(
+            cores=_get(d, "cores", int),
+            python=_get(d, "python", str),
+            versions={str(k): str(v) for k, v in _get(d, "versions", dict).items()},
+        )
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One executed step of a scenario."""
+
+    name: str
+    status: Status
+    duration: float
+    branch: Branch = Branch.TRY
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status.value,
+            "duration": self.duration,
+            "branch": self.branch.value,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepReport:
+        return cls(
+            name=_get(d, "name", str),
+            status=_enum(d, "status", Status),
+            duration=_get(d, "duration", float),
+            branch=_enum(d, "branch", Branch),
+            error=_opt(d, "error", str),
+        )
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    """One checked expectation, with what was expected and what was observed."""
+
+    id: str  # stable, see expectation_id()
+    kind: str  # events, reconciles, rejections, metric, latency, ...
+    description: str
+    expected: str
+    actual: str
+    passed: bool
+    duration: float = 0.0  # seconds spent checking (polling until a deadline)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "description": self.description,
+            "expected": self.expected,
+            "actual": self.actual,
+            "passed": self.passed,
+            "duration": self.duration,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ExpectationResult:
+        return cls(
+            id=_get(d, "id", str),
+            kind=_get(d, "kind", str),
+            description=_get(d, "description", str),
+            expected=_get(d, "expected", str),
+            actual=_get(d, "actual", str),
+            passed=_get(d, "passed", bool),
+            duration=_get(d, "duration", float, 0.0),
+        )
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """Something that happened at a point in time, seen from one cluster or manager."""
+
+    at: float
+    kind: TimelineKind
+    source: str  # the cluster (mutations, faults) or manager (events) it happened at
+    object: str  # e.g. "default/ConfigMap/cm-1" or "kyma-system/Kyma/kyma-a"
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": self.at,
+            "kind": self.kind.value,
+            "source": self.source,
+            "object": self.object,
+            "detail": self.detail,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TimelineEntry:
+        return cls(
+            at=_get(d, "at", float),
+            kind=_enum(d, "kind", TimelineKind),
+            source=_get(d, "source", str),
+            object=_get(d, "object", str),
+            detail=_get(d, "detail", str, ""),
+        )
+
+
+class ProcessRecordLike(Protocol):
+    """What :meth:`ProcessInfo.from_record` reads (``harness.clusters.process.ProcessRecord``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def log_path(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """An external process a scenario ran, and where its log is."""
+
+    name: str
+    pid: int | None
+    argv: tuple[str, ...]
+    exit_code: int | None  # None: still running when the report was built
+    log_path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "argv", tuple(self.argv))
+        object.__setattr__(self, "log_path", Path(self.log_path))
+
+    @classmethod
+    def from_record(cls, record: ProcessRecordLike) -> ProcessInfo:
+        return cls(
+            name=record.name,
+            pid=record.pid,
+            argv=tuple(record.argv),
+            exit_code=record.exit_code,
+            log_path=record.log_path,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "pid": self.pid,
+            "argv": list(self.argv),
+            "exit_code": self.exit_code,
+            "log_path": str(self.log_path),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProcessInfo:
+        return cls(
+            name=_get(d, "name", str),
+            pid=_opt(d, "pid", int),
+            argv=tuple(str(a) for a in _get(d, "argv", list)),
+            exit_code=_opt(d, "exit_code", int),
+            log_path=Path(_get(d, "log_path", str)),
+        )
+
+
+@dataclass(frozen=True)
+class ScenarioReport:
+    """Everything about one scenario of a run."""
+
+    name: str
+    file: str
+    status: Status
+    started_at: float
+    duration: float
+    error: str | None = None  # scenario-level error (setup failure, crash), not a failed check
+    steps: tuple[StepReport, ...] = ()
+    expectations: tuple[ExpectationResult, ...] = ()
+    timeline: tuple[TimelineEntry, ...] = ()
+    latencies_ms: tuple[float, ...] = ()
+    processes: tuple[ProcessInfo, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)  # sample name → value, at end
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "expectations", "timeline", "latencies_ms", "processes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "metrics", dict(self.metrics))
+
+    @property
+    def ok(self) -> bool:
+        """Passed or skipped: nothing for a person to look at."""
+        return self.status in (Status.PASSED, Status.SKIPPED)
+
+    @property
+    def expectations_passed(self) -> int:
+        return sum(1 for e in self.expectations if e.passed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "file": self.file,
+            "status": self.status.value,
+            "started_at": self.started_at,
+            "duration": self.duration,
+            "error": self.error,
+            "steps": [s.to_dict() for s in self.steps],
+            "expectations": [e.to_dict() for e in self.expectations],
+            "timeline": [t.to_dict() for t in self.timeline],
+            "latencies_ms": list(self.latencies_ms),
+            "processes": [p.to_dict() for p in self.processes],
+            "metrics": dict(self.metrics),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScenarioReport:
+        return cls(
+            name=_get(d, "name", str),
+            file=_get(d, "file", str),
+            status=_enum(d, "status", Status),
+            started_at=_get(d, "started_at", float),
+            duration=_get(d, "duration", float),
+            error=_opt(d, "error", str),
+            steps=tuple(StepReport.from_dict(s) for s in _get(d, "steps", list, [])),
+            expectations=tuple(
+                ExpectationResult.from_dict(e) for e in _get(d, "expectations", list, [])
+            ),
+            timeline=tuple(TimelineEntry.from_dict(t) for t in _get(d, "timeline", list, [])),
+            latencies_ms=tuple(float(v) for v in _get(d, "latencies_ms", list, [])),
+            processes=tuple(ProcessInfo.from_dict(p) for p in _get(d, "processes", list, [])),
+            metrics={str(k): float(v) for k, v in _get(d, "metrics", dict, {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One run of the harness: one or more scenarios on one machine."""
+
+    run_id: str
+    started_at: float
+    finished_at: float
+    machine: MachineInfo
+    scenarios: tuple[ScenarioReport, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scenarios", tuple(self.scenarios))
+
+    @property
+    def duration(self) -> float:
+        return self.finished_at - self.started_at
+
+    @property
+    def ok(self) -> bool:
+        """True when every scenario passed or was skipped: the run's exit code is 0."""
+        return all(s.ok for s in self.scenarios)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for s in self.scenarios if s.status is status)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "machine": self.machine.to_dict(),
+            "scenarios": [s.to_dict() for s in self.scenarios],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunReport:
+        schema = d.get("schema", SCHEMA_VERSION)
+        if schema != SCHEMA_VERSION:
+            raise ReportFormatError(
+                f"report schema {schema!r} is not supported (this harness reads {SCHEMA_VERSION})"
+            )
+        return cls(
+            run_id=_get(d, "run_id", str),
+            started_at=_get(d, "started_at", float),
+            finished_at=_get(d, "finished_at", float),
+            machine=MachineInfo.from_dict(_get(d, "machine", dict)),
+            scenarios=tuple(ScenarioReport.from_dict(s) for s in _get(d, "scenarios", list)),
+        )
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """JSON text; NaN and infinities are refused, as JSON has no spelling for them."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunReport:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ReportFormatError(f"report is not valid JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise ReportFormatError("report JSON must be an object")
+        return cls.from_dict(data)
+
+
+# -- building during a run ----------------------------------------------------------------
+
+
+class ScenarioBuilder:
+    """Collects one scenario's steps, expectations, timeline and processes as they happen."""
+
+    def __init__(self, name: str, file: str, *, clock: Callable[[], float]) -> None:
+        self.name = name
+        self.file = file
+        self._clock = clock
+        self.started_at = clock()
+        self.steps: list[StepReport] = []
+        self.expectations: list[ExpectationResult] = []
+        self.timeline: list[TimelineEntry] = []
+        self.latencies_ms: list[float] = []
+        self.processes: list[ProcessInfo] = []
+        self.metrics: dict[str, float] = {}
+        self._per_step: dict[str, int] = {}
+        self.report: ScenarioReport | None = None  # set by finish()
+
+    def step(
+        self,
+        name: str,
+        status: Status,
+        duration: float,
+        *,
+        branch: Branch = Branch.TRY,
+        error: str | None = None,
+    ) -> StepReport:
+        step = StepReport(name=name, status=status, duration=duration, branch=branch, error=error)
+        self.steps.append(step)
+        return step
+
+    def expectation(
+        self,
+        *,
+        step: str,
+        kind: str,
+        description: str,
+        expected: str,
+        actual: str,
+        passed: bool,
+        duration: float = 0.0,
+    ) -> ExpectationResult:
+        """Record a checked expectation; its id numbers it within ``step`` from 1."""
+        index = self._per_step.get(step, 0) + 1
+        self._per_step[step] = index
+        result = ExpectationResult(
+            id=expectation_id(self.name, step, index, kind),
+            kind=kind,
+            description=description,
+            expected=expected,
+            actual=actual,
+            passed=passed,
+            duration=duration,
+        )
+        self.expectations.append(result)
+        return result
+
+    def event(
+        self,
+        kind: TimelineKind,
+        source: str,
+        object: str,
+        detail: str = "",
+        *,
+        at: float | None = None,
+    ) -> TimelineEntry:
+        """Add a timeline entry, stamped now unless ``at`` says when it happened."""
+        entry = TimelineEntry(
+            at=self._clock() if at is None else at,
+            kind=kind,
+            source=source,
+            object=object,
+            detail=detail,
+        )
+        self.timeline.append(entry)
+        return entry
+
+    def latencies(self, values_ms: Iterable[float]) -> None:
+        self.latencies_ms.extend(float(v) for v in values_ms)
+
+    def process(self, process: ProcessInfo | ProcessRecordLike) -> None:
+        """Attach a process; records are copied now, so pass them once they have exited."""
+        info = process if isinstance(process, ProcessInfo) else ProcessInfo.from_record(process)
+        self.processes.append(info)
+
+    def set_metrics(self, snapshot: Mapping[str, float]) -> None:
+        self.metrics.update(snapshot)
+
+    def derived_status(self) -> Status:
+        """Failed if any expectation or step failed, else passed."""
+        if any(not e.passed for e in self.expectations):
+            return Status.FAILED
+        if any(s.status in (Status.FAILED, Status.ERROR) for s in self.steps):
+            return Status.FAILED
+        return Status.PASSED
+
+    def finish(self, status: Status | None = None, *, error: str | None = None) -> ScenarioReport:
+        """Freeze the scenario; status defaults to error if ``error`` is given, else derived."""
+        if status is None:
+            status = Status.ERROR if error is not None else self.derived_status()
+        self.report = ScenarioReport(
+            name=self.name,
+            file=self.file,
+            status=status,
+            started_at=self.started_at,
+            duration=max(0.0, self._clock() - self.started_at),
+            error=error,
+            steps=tuple(self.steps),
+            expectations=tuple(self.expectations),
+            timeline=tuple(sorted(self.timeline, key=lambda t: t.at)),
+            latencies_ms=tuple(self.latencies_ms),
+            processes=tuple(self.processes),
+            metrics=dict(self.metrics),
+        )
+        return self.report
+
+
+class ReportBuilder:
+    """The mutable side of a run report: open scenarios, fill them, then ``build()``.
+
+    Not thread-safe; the runner is single-threaded asyncio. A scenario never finished
+    appears in the report as an error, so a crash still leaves a readable report.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        machine: MachineInfo | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.run_id = run_id
+        self.machine = machine or MachineInfo.current()
+        self._clock = clock
+        self.started_at = clock()
+        self._scenarios: list[ScenarioBuilder] = []
+
+    def scenario(self, name: str, file: str) -> ScenarioBuilder:
+        if any(s.name == name for s in self._scenarios):
+            raise ValueError(f"scenario {name!r} is already in report {self.run_id!r}")
+        builder = ScenarioBuilder(name, file, clock=self._clock)
+        self._scenarios.append(builder)
+        return builder
+
+    def build(self) -> RunReport:
+        scenarios = []
+        for s in self._scenarios:
+            if s.report is None:
+                s.finish(Status.ERROR, error="the scenario did not finish (the run was aborted)")
+            assert s.report is not None
+            scenarios.append(s.report)
+        return RunReport(
+            run_id=self.run_id,
+            started_at=self.started_at,
+            finished_at=self._clock(),
+            machine=self.machine,
+            scenarios=tuple(scenarios),
+        )
+
+
+# -- strict field access for from_dict ----------------------------------------------------
+
+_MISSING: Any = object()
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _get(d: Mapping[str, Any], key: str, typ: type[Any], default: Any = _MISSING) -> Any:
+    if key not in d:
+        if default is _MISSING:
+            raise ReportFormatError(f"report field {key!r} is missing")
+        return default
+    value = d[key]
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise ReportFormatError(
+            f"report field {key!r} must be {typ.__name__}, not {type(value).__name__}"
+        )
+    return value
+
+
+def _opt(d: Mapping[str, Any], key: str, typ: type[Any]) -> Any:
+    return None if d.get(key) is None else _get(d, key, typ)
+
+
+def _enum(d: Mapping[str, Any], key: str, typ: type[_E]) -> _E:
+    value = _get(d, key, str)
+    try:
+        return typ(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in typ)
+        raise ReportFormatError(f"report field {key!r} is {value!r}; one of: {allowed}") from None

@@ -1,0 +1,231 @@
+"""The report model: builder behaviour and an exact JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.report import (
+    Branch,
+    ExpectationResult,
+    MachineInfo,
+    ProcessInfo,
+    ReportBuilder,
+    ReportFormatError,
+    RunReport,
+    ScenarioReport,
+    Status,
+    StepReport,
+    TimelineEntry,
+    TimelineKind,
+    expectation_id,
+)
+from harness.report.stats import LatencySummary, percentile
+
+text = st.text(max_size=20)
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+durations = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+opt_int = st.none() | st.integers(min_value=-(2**31), max_value=2**31)
+
+steps = st.builds(
+    StepReport,
+    name=text,
+    status=st.sampled_from(Status),
+    duration=durations,
+    branch=st.sampled_from(Branch),
+    error=st.none() | text,
+)
+expectations = st.builds(
+    ExpectationResult,
+    id=text,
+    kind=text,
+    description=text,
+    expected=text,
+    actual=text,
+    passed=st.booleans(),
+    duration=durations,
+)
+timeline = st.builds(
+    TimelineEntry,
+    at=finite,
+    kind=st.sampled_from(TimelineKind),
+    source=text,
+    object=text,
+    detail=text,
+)
+processes = st.builds(
+    ProcessInfo,
+    name=text,
+    pid=opt_int,
+    argv=st.lists(text, max_size=3).map(tuple),
+    exit_code=opt_int,
+    log_path=st.text(st.characters(exclude_characters="\x00"), min_size=1, max_size=20).map(Path),
+)
+scenarios = st.builds(
+    ScenarioReport,
+    name=text,
+    file=text,
+    status=st.sampled_from(Status),
+    started_at=finite,
+    duration=durations,
+    error=st.none() | text,
+    steps=st.lists(steps, max_size=3).map(tuple),
+    expectations=st.lists(expectations, max_size=3).map(tuple),
+    timeline=st.lists(timeline, max_size=3).map(tuple),
+    latencies_ms=st.lists(finite, max_size=5).map(tuple),
+    processes=st.lists(processes, max_size=2).map(tuple),
+    metrics=st.dictionaries(text, finite, max_size=3),
+)
+reports = st.builds(
+    RunReport,
+    run_id=text,
+    started_at=finite,
+    finished_at=finite,
+    machine=st.builds(
+        MachineInfo,
+        cores=st.integers(1, 512),
+        python=text,
+        versions=st.dictionaries(text, text, max_size=3),
+    ),
+    scenarios=st.lists(scenarios, max_size=3).map(tuple),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reports)
+def test_json_round_trip_is_exact(report: RunReport) -> None:
+    assert RunReport.from_json(report.to_json()) == report
+    assert RunReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
+
+
+def test_ints_where_floats_belong_are_accepted() -> None:
+    d = RunReport("r", 1.0, 2.0, MachineInfo(cores=2, python="3.11")).to_dict()
+    d["started_at"] = 1
+    assert RunReport.from_dict(d).started_at == 1.0
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.pop("run_id"), "'run_id' is missing"),
+        (lambda d: d.update(started_at="soon"), "'started_at' must be float, not str"),
+        (lambda d: d["scenarios"][0].update(status="green"), "'status' is 'green'; one of"),
+        (lambda d: d.update(schema=99), "schema 99 is not supported"),
+    ],
+)
+def test_bad_json_names_the_field(mutate: object, message: str) -> None:
+    builder = ReportBuilder("r", machine=MachineInfo(cores=1, python="3.11"))
+    builder.scenario("s", "s.yaml").finish()
+    d = builder.build().to_dict()
+    assert callable(mutate)
+    mutate(d)
+    with pytest.raises(ReportFormatError, match=message.replace("(", r"\(")):
+        RunReport.from_dict(d)
+
+
+def test_not_json_is_a_report_format_error() -> None:
+    with pytest.raises(ReportFormatError, match="not valid JSON"):
+        RunReport.from_json("{")
+    with pytest.raises(ValueError):  # JSON has no NaN
+        RunReport("r", math.nan, 0.0, MachineInfo(cores=1, python="3")).to_json()
+
+
+def test_expectation_ids_are_stable_and_numbered_per_step() -> None:
+    builder = ReportBuilder("r", clock=lambda: 0.0)
+    s = builder.scenario("spec-watch", "f.yaml")
+
+    def check(step: str, kind: str) -> str:
+        return s.expectation(
+            step=step, kind=kind, description="", expected="1", actual="1", passed=True
+        ).id
+
+    ids = [
+        check("expect", "events"),
+        check("expect", "metric"),
+        check("later", "events"),
+        check("expect", "events"),  # the same step name again continues the count
+    ]
+    assert ids == [
+        "spec-watch/expect/1-events",
+        "spec-watch/expect/2-metric",
+        "spec-watch/later/1-events",
+        "spec-watch/expect/3-events",
+    ]
+    assert ids[0] == expectation_id("spec-watch", "expect", 1, "events")
+
+
+def test_status_is_derived_unless_given() -> None:
+    ticks = iter(range(100))
+    builder = ReportBuilder("r", clock=lambda: float(next(ticks)))
+    ok = builder.scenario("ok", "ok.yaml")
+    ok.step("a", Status.PASSED, 0.1)
+    failed_check = builder.scenario("check", "c.yaml")
+    failed_check.expectation(
+        step="e", kind="events", description="", expected="1", actual="0", passed=False
+    )
+    failed_step = builder.scenario("step", "s.yaml")
+    failed_step.step("a", Status.FAILED, 0.1, error="boom")
+    errored = builder.scenario("setup", "x.yaml")
+    skipped = builder.scenario("skip", "y.yaml")
+    builder.scenario("unfinished", "z.yaml")
+    assert ok.finish().status is Status.PASSED
+    assert failed_check.finish().status is Status.FAILED
+    assert failed_step.finish().status is Status.FAILED
+    assert errored.finish(error="etcd did not start").status is Status.ERROR
+    assert skipped.finish(Status.SKIPPED).status is Status.SKIPPED
+    report = builder.build()
+    assert [s.status for s in report.scenarios][-1] is Status.ERROR
+    assert "did not finish" in (report.scenarios[-1].error or "")
+    assert not report.ok
+    assert report.count(Status.FAILED) == 2
+    assert report.duration > 0
+
+
+def test_builder_sorts_timeline_and_copies_process_records() -> None:
+    builder = ReportBuilder("r", clock=lambda: 10.0)
+    s = builder.scenario("s", "s.yaml")
+    s.event(TimelineKind.EVENT, "klm", "b", at=12.0)
+    s.event(TimelineKind.MUTATION, "skr-a", "a", at=11.0)
+    s.event(TimelineKind.STEP, "runner", "expect")  # stamped by the clock
+
+    class Record:  # the shape of harness.clusters.process.ProcessRecord
+        name = "etcd"
+        pid = 7
+        argv = ("etcd", "--data-dir", "x")
+        exit_code = 0
+        log_path = Path("/tmp/etcd.log")
+
+    s.process(Record())
+    s.latencies([1, 2.5])
+    s.set_metrics({"m": 1.0})
+    r = s.finish()
+    assert [t.object for t in r.timeline] == ["expect", "a", "b"]
+    assert r.processes == (
+        ProcessInfo("etcd", 7, ("etcd", "--data-dir", "x"), 0, Path("/tmp/etcd.log")),
+    )
+    assert r.latencies_ms == (1.0, 2.5)
+    with pytest.raises(ValueError, match="already"):
+        builder.scenario("s", "other.yaml")
+
+
+def test_lists_given_to_frozen_models_become_tuples() -> None:
+    s = ScenarioReport("s", "f", Status.PASSED, 0.0, 1.0, steps=[], latencies_ms=[1.0])  # type: ignore[arg-type]
+    assert s.latencies_ms == (1.0,)
+    assert hash(ProcessInfo("p", None, ["a"], None, "log"))  # type: ignore[arg-type]
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 99) == 99.0
+    assert percentile([3.0], 99) == 3.0
+    assert LatencySummary.of([]) is None
+    summary = LatencySummary.of([5.0, 1.0, 3.0])
+    assert summary is not None and (summary.p50, summary.max) == (3.0, 5.0)
+    with pytest.raises(ValueError):
+        percentile([], 50)

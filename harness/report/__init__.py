@@ -2,7 +2,8 @@
 
 Modules, in the order a run uses them:
 
-* ``model`` — ``ReportBuilder`` (mutable, during the run) → ``RunReport`` (frozen, JSON form)
+* ``model`` — ``RunReport`` and its parts: frozen data with an exact JSON form
+* ``builder`` — ``ReportBuilder``: filled during the run, ``build()`` → ``RunReport``
 * ``stats`` — percentiles and latency summaries
 * ``logs`` — reading process log tails (the only input the writers do not get from the model)
 * ``plot`` — PNG charts: latency histogram, reusable bar and line charts
@@ -10,15 +11,14 @@ Modules, in the order a run uses them:
 * ``writer`` — ``write_reports``: files on disk (index.html, report.json, JUnit)
 """
 
+from harness.report.builder import ReportBuilder, ScenarioBuilder
 from harness.report.errors import ReportError, ReportFormatError
 from harness.report.model import (
     Branch,
     ExpectationResult,
     MachineInfo,
     ProcessInfo,
-    ReportBuilder,
     RunReport,
-    ScenarioBuilder,
     ScenarioReport,
     Status,
     StepReport,

@@ -72,6 +72,7 @@ details { margin: 8px 0; }
 details > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 .tl-mutation { color:#0b5cad; } .tl-event { color:#1b7f3b; } .tl-reconcile { color:#6a1b9a; }
 .tl-fault { color:#b71c1c; font-weight:600; } .tl-step { color:#5f6b7a; }
+table.compact td { padding: 2px 8px; }
 .histogram img { max-width: 100%; height: auto; display:block; }
 .stats { display:flex; gap: 18px; flex-wrap: wrap; margin: 4px 0 8px; }
 .stats div { background:#f0f2f5; border-radius:6px; padding:4px 10px; }
@@ -238,7 +239,7 @@ def _timeline(s: ScenarioReport, limit: int) -> str:
     opened = "" if s.ok else " open"
     return (
         f"<details{opened}><summary>Timeline ({len(s.timeline)} entries)</summary>{note}"
-        '<table><tr><th class="num">at</th><th>kind</th><th>cluster / manager</th>'
+        '<table class="compact"><tr><th class="num">at</th><th>kind</th><th>cluster / manager</th>'
         f"<th>object</th><th>detail</th></tr>{rows}</table></details>"
     )
 

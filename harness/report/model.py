@@ -1,9 +1,10 @@
 """The run report: what happened in a run, as plain frozen data with a JSON form.
 
-The runner fills a :class:`ReportBuilder` while scenarios run; ``build()`` turns it into a
-:class:`RunReport`, which the writers (``junit``, ``html``, ``writer``) render. Times are
-wall-clock seconds since the epoch (``time.time()``); durations are seconds; latencies are
-milliseconds. ``to_dict`` / ``from_dict`` give a JSON-safe form that round-trips exactly.
+The runner fills a :class:`~harness.report.builder.ReportBuilder` while scenarios run;
+``build()`` turns it into a :class:`RunReport`, which the writers (``junit``, ``html``,
+``writer``) render. Times are wall-clock seconds since the epoch (``time.time()``);
+durations are seconds; latencies are milliseconds. ``to_dict`` / ``from_dict`` give a
+JSON-safe form that round-trips exactly.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -374,168 +374,6 @@ class RunReport:
         if not isinstance(data, dict):
             raise ReportFormatError("report JSON must be an object")
         return cls.from_dict(data)
-
-
-# -- building during a run ----------------------------------------------------------------
-
-
-class ScenarioBuilder:
-    """Collects one scenario's steps, expectations, timeline and processes as they happen."""
-
-    def __init__(self, name: str, file: str, *, clock: Callable[[], float]) -> None:
-        self.name = name
-        self.file = file
-        self._clock = clock
-        self.started_at = clock()
-        self.steps: list[StepReport] = []
-        self.expectations: list[ExpectationResult] = []
-        self.timeline: list[TimelineEntry] = []
-        self.latencies_ms: list[float] = []
-        self.processes: list[ProcessInfo] = []
-        self.metrics: dict[str, float] = {}
-        self._per_step: dict[str, int] = {}
-        self.report: ScenarioReport | None = None  # set by finish()
-
-    def step(
-        self,
-        name: str,
-        status: Status,
-        duration: float,
-        *,
-        branch: Branch = Branch.TRY,
-        error: str | None = None,
-    ) -> StepReport:
-        step = StepReport(name=name, status=status, duration=duration, branch=branch, error=error)
-        self.steps.append(step)
-        return step
-
-    def expectation(
-        self,
-        *,
-        step: str,
-        kind: str,
-        description: str,
-        expected: str,
-        actual: str,
-        passed: bool,
-        duration: float = 0.0,
-    ) -> ExpectationResult:
-        """Record a checked expectation; its id numbers it within ``step`` from 1."""
-        index = self._per_step.get(step, 0) + 1
-        self._per_step[step] = index
-        result = ExpectationResult(
-            id=expectation_id(self.name, step, index, kind),
-            kind=kind,
-            description=description,
-            expected=expected,
-            actual=actual,
-            passed=passed,
-            duration=duration,
-        )
-        self.expectations.append(result)
-        return result
-
-    def event(
-        self,
-        kind: TimelineKind,
-        source: str,
-        object: str,
-        detail: str = "",
-        *,
-        at: float | None = None,
-    ) -> TimelineEntry:
-        """Add a timeline entry, stamped now unless ``at`` says when it happened."""
-        entry = TimelineEntry(
-            at=self._clock() if at is None else at,
-            kind=kind,
-            source=source,
-            object=object,
-            detail=detail,
-        )
-        self.timeline.append(entry)
-        return entry
-
-    def latencies(self, values_ms: Iterable[float]) -> None:
-        self.latencies_ms.extend(float(v) for v in values_ms)
-
-    def process(self, process: ProcessInfo | ProcessRecordLike) -> None:
-        """Attach a process; records are copied now, so pass them once they have exited."""
-        info = process if isinstance(process, ProcessInfo) else ProcessInfo.from_record(process)
-        self.processes.append(info)
-
-    def set_metrics(self, snapshot: Mapping[str, float]) -> None:
-        self.metrics.update(snapshot)
-
-    def derived_status(self) -> Status:
-        """Failed if any expectation or step failed, else passed."""
-        if any(not e.passed for e in self.expectations):
-            return Status.FAILED
-        if any(s.status in (Status.FAILED, Status.ERROR) for s in self.steps):
-            return Status.FAILED
-        return Status.PASSED
-
-    def finish(self, status: Status | None = None, *, error: str | None = None) -> ScenarioReport:
-        """Freeze the scenario; status defaults to error if ``error`` is given, else derived."""
-        if status is None:
-            status = Status.ERROR if error is not None else self.derived_status()
-        self.report = ScenarioReport(
-            name=self.name,
-            file=self.file,
-            status=status,
-            started_at=self.started_at,
-            duration=max(0.0, self._clock() - self.started_at),
-            error=error,
-            steps=tuple(self.steps),
-            expectations=tuple(self.expectations),
-            timeline=tuple(sorted(self.timeline, key=lambda t: t.at)),
-            latencies_ms=tuple(self.latencies_ms),
-            processes=tuple(self.processes),
-            metrics=dict(self.metrics),
-        )
-        return self.report
-
-
-class ReportBuilder:
-    """The mutable side of a run report: open scenarios, fill them, then ``build()``.
-
-    Not thread-safe; the runner is single-threaded asyncio. A scenario never finished
-    appears in the report as an error, so a crash still leaves a readable report.
-    """
-
-    def __init__(
-        self,
-        run_id: str,
-        *,
-        machine: MachineInfo | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.run_id = run_id
-        self.machine = machine or MachineInfo.current()
-        self._clock = clock
-        self.started_at = clock()
-        self._scenarios: list[ScenarioBuilder] = []
-
-    def scenario(self, name: str, file: str) -> ScenarioBuilder:
-        if any(s.name == name for s in self._scenarios):
-            raise ValueError(f"scenario {name!r} is already in report {self.run_id!r}")
-        builder = ScenarioBuilder(name, file, clock=self._clock)
-        self._scenarios.append(builder)
-        return builder
-
-    def build(self) -> RunReport:
-        scenarios = []
-        for s in self._scenarios:
-            if s.report is None:
-                s.finish(Status.ERROR, error="the scenario did not finish (the run was aborted)")
-            assert s.report is not None
-            scenarios.append(s.report)
-        return RunReport(
-            run_id=self.run_id,
-            started_at=self.started_at,
-            finished_at=self._clock(),
-            machine=self.machine,
-            scenarios=tuple(scenarios),
-        )
 
 
 # -- strict field access for from_dict ----------------------------------------------------

@@ -23,7 +23,6 @@ from harness.report import (
     StepReport,
     TimelineEntry,
     TimelineKind,
-    expectation_id,
 )
 from harness.report.stats import LatencySummary, percentile
 
@@ -133,84 +132,6 @@ def test_not_json_is_a_report_format_error() -> None:
         RunReport.from_json("{")
     with pytest.raises(ValueError):  # JSON has no NaN
         RunReport("r", math.nan, 0.0, MachineInfo(cores=1, python="3")).to_json()
-
-
-def test_expectation_ids_are_stable_and_numbered_per_step() -> None:
-    builder = ReportBuilder("r", clock=lambda: 0.0)
-    s = builder.scenario("spec-watch", "f.yaml")
-
-    def check(step: str, kind: str) -> str:
-        return s.expectation(
-            step=step, kind=kind, description="", expected="1", actual="1", passed=True
-        ).id
-
-    ids = [
-        check("expect", "events"),
-        check("expect", "metric"),
-        check("later", "events"),
-        check("expect", "events"),  # the same step name again continues the count
-    ]
-    assert ids == [
-        "spec-watch/expect/1-events",
-        "spec-watch/expect/2-metric",
-        "spec-watch/later/1-events",
-        "spec-watch/expect/3-events",
-    ]
-    assert ids[0] == expectation_id("spec-watch", "expect", 1, "events")
-
-
-def test_status_is_derived_unless_given() -> None:
-    ticks = iter(range(100))
-    builder = ReportBuilder("r", clock=lambda: float(next(ticks)))
-    ok = builder.scenario("ok", "ok.yaml")
-    ok.step("a", Status.PASSED, 0.1)
-    failed_check = builder.scenario("check", "c.yaml")
-    failed_check.expectation(
-        step="e", kind="events", description="", expected="1", actual="0", passed=False
-    )
-    failed_step = builder.scenario("step", "s.yaml")
-    failed_step.step("a", Status.FAILED, 0.1, error="boom")
-    errored = builder.scenario("setup", "x.yaml")
-    skipped = builder.scenario("skip", "y.yaml")
-    builder.scenario("unfinished", "z.yaml")
-    assert ok.finish().status is Status.PASSED
-    assert failed_check.finish().status is Status.FAILED
-    assert failed_step.finish().status is Status.FAILED
-    assert errored.finish(error="etcd did not start").status is Status.ERROR
-    assert skipped.finish(Status.SKIPPED).status is Status.SKIPPED
-    report = builder.build()
-    assert [s.status for s in report.scenarios][-1] is Status.ERROR
-    assert "did not finish" in (report.scenarios[-1].error or "")
-    assert not report.ok
-    assert report.count(Status.FAILED) == 2
-    assert report.duration > 0
-
-
-def test_builder_sorts_timeline_and_copies_process_records() -> None:
-    builder = ReportBuilder("r", clock=lambda: 10.0)
-    s = builder.scenario("s", "s.yaml")
-    s.event(TimelineKind.EVENT, "klm", "b", at=12.0)
-    s.event(TimelineKind.MUTATION, "skr-a", "a", at=11.0)
-    s.event(TimelineKind.STEP, "runner", "expect")  # stamped by the clock
-
-    class Record:  # the shape of harness.clusters.process.ProcessRecord
-        name = "etcd"
-        pid = 7
-        argv = ("etcd", "--data-dir", "x")
-        exit_code = 0
-        log_path = Path("/tmp/etcd.log")
-
-    s.process(Record())
-    s.latencies([1, 2.5])
-    s.set_metrics({"m": 1.0})
-    r = s.finish()
-    assert [t.object for t in r.timeline] == ["expect", "a", "b"]
-    assert r.processes == (
-        ProcessInfo("etcd", 7, ("etcd", "--data-dir", "x"), 0, Path("/tmp/etcd.log")),
-    )
-    assert r.latencies_ms == (1.0, 2.5)
-    with pytest.raises(ValueError, match="already"):
-        builder.scenario("s", "other.yaml")
 
 
 def test_lists_given_to_frozen_models_become_tuples() -> None:

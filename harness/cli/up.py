@@ -11,13 +11,22 @@ import argparse
 import asyncio
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from harness.environment import EnvironmentSpec, SkrSpec, watcher_environment
 from harness.errors import HarnessError
 from watcher.errors import WatcherError
 
+if TYPE_CHECKING:
+    from harness.environment import EnvironmentSpec
+
+
+# The environment (processes, aiohttp, kubernetes clients) is imported when ``up`` runs, so
+# ``validate`` and ``list`` stay fast and work without it.
+
 
 def _spec(count: int) -> EnvironmentSpec:
+    from harness.environment import EnvironmentSpec, SkrSpec
+
     letters = "abcdefghij"
     return EnvironmentSpec(
         skrs=tuple(
@@ -28,6 +37,8 @@ def _spec(count: int) -> EnvironmentSpec:
 
 
 async def up(count: int) -> None:
+    from harness.environment import watcher_environment
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from harness.scenario.values import DnsLabel, Duration, Labels, Model, PositiveDuration, Text
 
 DEFAULT_WITHIN = 10.0
-_METRIC_NAME = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 TARGET_PATTERN = r"^(gateway|(listener|webhook)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 
 
@@ -101,7 +101,7 @@ class MetricExpectation(Model):
     ``name{labels}`` compared with ``value`` (0 if the series does not exist)."""
 
     target: str = Field(pattern=TARGET_PATTERN)
-    name: str = Field(pattern=_METRIC_NAME)
+    name: str = Field(pattern=METRIC_NAME_PATTERN)
     labels: Labels = Field(default_factory=dict)
     op: Literal["==", "!=", "<=", ">=", "<", ">"] = "=="
     value: float

@@ -1,0 +1,2 @@
+"""Churn: seeded random writes on SKRs (``plan``), their execution (``runner``) and the
+ground truth of which WatchEvents they must cause (``truth``)."""

@@ -8,11 +8,18 @@ certificates, keys, kubeconfigs — lives in a temporary directory it creates an
 It is ready when ``/readyz`` answers ``ok`` to the admin user *and* namespace ``default``
 exists (created by a post-start hook slightly after ``/readyz`` can pass), which is the
 first moment a test can create namespaced objects.
+
+Fault scenarios take a running API server away and bring it back: :meth:`KubeApiServer.stop`
+(SIGTERM), :meth:`~KubeApiServer.kill` (SIGKILL) and :meth:`~KubeApiServer.start` (same
+port, certificates and etcd prefix, so clients and kubeconfigs stay valid and the objects
+in etcd survive).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import ssl
 import tempfile
 from contextlib import AsyncExitStack
@@ -27,8 +34,8 @@ from harness.clusters import ports
 from harness.clusters.certs import CertificateAuthority, service_account_key_pair
 from harness.clusters.kubeconfig import render_kubeconfig
 from harness.clusters.probes import http_get
-from harness.clusters.process import NotReady, OwnedProcess, Probe
-from harness.errors import ProcessExitedEarly
+from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
+from harness.errors import ClusterError, ProcessExitedEarly
 
 START_ATTEMPTS = 3
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"  # a config value only: no kube-proxy, no traffic
@@ -114,6 +121,9 @@ class KubeApiServer:
         self.files: ApiServerFiles | None = None
         self.process: OwnedProcess | None = None
         self.url = ""
+        self.port = 0
+        self.records: list[ProcessRecord] = []
+        """One record per incarnation (restarts included), oldest first."""
         self._certs: dict[str, Path] = {}
         self._stack = AsyncExitStack()
 
@@ -163,6 +173,7 @@ class KubeApiServer:
             ssl_context = self.files.ssl_context()
             async with aiohttp.ClientSession() as session:  # only for the readiness probe
                 self.process = await self._start(stack, session, ssl_context)
+            stack.push_async_callback(self._stop_current)  # a restarted incarnation, if any
             self.files.kubeconfig.write_text(self.kubeconfig_text(embed=False))
             self._stack = stack.pop_all()
         return self
@@ -186,9 +197,65 @@ class KubeApiServer:
                 if attempt < START_ATTEMPTS and ports.address_in_use(process.log_tail()):
                     continue  # another process took our port between check and bind
                 raise
-            self.url = url
+            self.url, self.port = url, port
+            self.records.append(process.record)
             return process
         raise AssertionError("unreachable")
+
+    # -- fault injection: the same server goes away and comes back --------------------
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.running
+
+    async def _stop_current(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
+
+    async def stop(self) -> int | None:
+        """SIGTERM the API server (then SIGKILL after the stop timeout); etcd keeps the data."""
+        if self.process is None:
+            raise ClusterError(f"kube-apiserver[{self.name}] was never started")
+        return await self.process.stop()
+
+    async def kill(self) -> int | None:
+        """SIGKILL the API server's process group without warning (a crash), then reap it."""
+        process = self.process
+        if process is None:
+            raise ClusterError(f"kube-apiserver[{self.name}] was never started")
+        if process.running and process.pid is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # its own group: pgid == pid
+            except ProcessLookupError:
+                pass
+            else:
+                process.record.stop_signal = "SIGKILL"
+        return await process.stop()
+
+    async def start(self) -> None:
+        """Start a stopped API server again: same port, certificates and etcd prefix.
+
+        Returns once it is ready (``/readyz`` ok and namespace ``default`` readable).
+        """
+        if self.files is None or not self.port:
+            raise ClusterError(f"kube-apiserver[{self.name}] was never started; enter it first")
+        if self.running:
+            raise ClusterError(f"kube-apiserver[{self.name}] is already running")
+        async with aiohttp.ClientSession() as session:
+            process = OwnedProcess(
+                f"kube-apiserver[{self.name}]",
+                self.argv(self.port),
+                log_path=self.log_path,
+                probe=_ready_probe(session, self.url, self.files.ssl_context()),
+                ready_timeout=self.ready_timeout,
+            )
+            self.process = process
+            self.records.append(process.record)
+            await process.__aenter__()  # stops the process again if it never gets ready
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
 
     def kubeconfig_text(self, *, embed: bool) -> str:
         """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data."""

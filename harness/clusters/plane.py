@@ -52,6 +52,43 @@ from harness.errors import ClusterError
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 
+class ApiServerControl:
+    """Take one cluster's API server away and bring it back (fault scenarios).
+
+    Same port, certificates and etcd prefix after :meth:`start`, so kubeconfigs, API
+    clients and webhook configurations stay valid and every object survives in etcd.
+    Each method returns once the server is really down (reaped) or up (ready).
+    """
+
+    def __init__(self, server: KubeApiServer) -> None:
+        self._server = server
+
+    @property
+    def name(self) -> str:
+        return self._server.name
+
+    @property
+    def running(self) -> bool:
+        return self._server.running
+
+    @property
+    def records(self) -> tuple[ProcessRecord, ...]:
+        """Every incarnation (pid, argv, exit code, stop signal), oldest first."""
+        return tuple(self._server.records)
+
+    async def stop(self) -> int | None:
+        return await self._server.stop()
+
+    async def kill(self) -> int | None:
+        return await self._server.kill()
+
+    async def start(self) -> None:
+        await self._server.start()
+
+    async def restart(self) -> None:
+        await self._server.restart()
+
+
 @dataclass(frozen=True)
 class Cluster:
     """One running cluster as a test sees it: where it is and how to log in as admin."""
@@ -62,8 +99,10 @@ class Cluster:
     ca_file: Path
     client_cert_file: Path
     client_key_file: Path
-    process: ProcessRecord  # the kube-apiserver (pid, argv, log path, exit code)
+    process: ProcessRecord  # the kube-apiserver's first run (pid, argv, log path, exit code)
     kubeconfig_embedded: str = field(repr=False)  # self-contained, e.g. for a Secret
+    control: ApiServerControl | None = field(default=None, repr=False, compare=False)
+    """Stop/kill/start the API server (None for backends that cannot)."""
 
     def ssl_context(self) -> ssl.SSLContext:
         """TLS client context for raw HTTPS calls: trusts the server, presents the admin."""
@@ -96,6 +135,13 @@ class Environment:
             return self.clusters[name]
         except KeyError:
             raise KeyError(f"no cluster {name!r}; have {sorted(self.clusters)}") from None
+
+    def control(self, name: str) -> ApiServerControl:
+        """Stop/kill/start cluster ``name``'s API server (see :class:`ApiServerControl`)."""
+        control = self[name].control
+        if control is None:
+            raise ClusterError(f"the {self.backend} backend cannot stop or start {name!r}")
+        return control
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory per running process (name → bytes), read from /proc."""
@@ -248,6 +294,7 @@ def _cluster(server: KubeApiServer) -> Cluster:
         client_key_file=files.client_key_file,
         process=_process(server).record,
         kubeconfig_embedded=server.kubeconfig_text(embed=True),
+        control=ApiServerControl(server),
     )
 
 

@@ -11,6 +11,9 @@ bootstrap and file-based xDS resources, rendered by :mod:`watcher.render.envoy`:
   rejects raises :class:`GatewayUpdateRejected`, the files are rolled back and the old
   routes keep serving; nothing restarts Envoy;
 * :meth:`EnvoyGateway.set_fault` injects delays/aborts through RDS (no listener drain);
+* :meth:`EnvoyGateway.rotate_tls` changes the client-certificate CA bundle and/or the
+  serving certificate (rotation): Envoy reads these files only when it builds a listener,
+  so they go to new files and the listener is swapped by LDS;
 * :meth:`EnvoyGateway.stop`/:meth:`~EnvoyGateway.start`/:meth:`~EnvoyGateway.kill` let
   fault scenarios take the gateway away and bring it back on the same port.
 """
@@ -18,6 +21,7 @@ bootstrap and file-based xDS resources, rendered by :mod:`watcher.render.envoy`:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -167,6 +171,7 @@ class EnvoyGateway:
         self._fault: FaultInjection | None = None
         self._applied: EnvoyConfig | None = None
         self._on_disk: dict[str, str] = {}  # file name → version_info written
+        self._tls_generation = 0
         self.records: list[ProcessRecord] = []
         """One record per Envoy run (restarts included), oldest first."""
         self.last_apply_seconds: float | None = None
@@ -368,7 +373,13 @@ class EnvoyGateway:
         if process is None or not process.running or process.pid is None:
             return None
         os.killpg(process.pid, signal.SIGKILL)
+        process.record.stop_signal = "SIGKILL"
         return await process.stop()
+
+    async def restart(self) -> None:
+        """Stop, then start on the same ports with the current files."""
+        await self.stop()
+        await self.start()
 
     # -- configuration ----------------------------------------------------------------
 
@@ -395,6 +406,47 @@ class EnvoyGateway:
             config = await self._apply(config)
             self._fault = fault
             return config
+
+    async def rotate_tls(
+        self,
+        *,
+        ca_bundle_pem: bytes | None = None,
+        cert_pem: bytes | None = None,
+        key_pem: bytes | None = None,
+    ) -> EnvoyConfig:
+        """New client-certificate CA bundle and/or serving certificate (rotation).
+
+        Envoy reads these files only when it builds the listener, so they are written to new
+        files and the listener swapped by LDS (confirmed like every update): new
+        connections use them, open ones drain. If Envoy rejects the swap, the previous
+        files keep serving and the error propagates.
+        """
+        if (cert_pem is None) != (key_pem is None):
+            raise GatewayError("rotate the serving certificate and its key together")
+        async with self._lock:
+            self._tls_generation += 1
+            n = self._tls_generation
+            previous = self.tls
+            tls = previous
+            if ca_bundle_pem is not None:
+                write_atomic(self.directory / f"trusted-ca-{n}.pem", ca_bundle_pem, mode=0o644)
+                tls = dataclasses.replace(tls, ca=str(self.directory / f"trusted-ca-{n}.pem"))
+            if cert_pem is not None and key_pem is not None:
+                write_atomic(self.directory / f"tls-{n}.key", key_pem)
+                write_atomic(self.directory / f"tls-{n}.crt", cert_pem, mode=0o644)
+                tls = dataclasses.replace(
+                    tls,
+                    cert_chain=str(self.directory / f"tls-{n}.crt"),
+                    private_key=str(self.directory / f"tls-{n}.key"),
+                )
+            self.tls = tls
+            try:
+                return await self._apply(
+                    self._render(self._virtual_services, self._resolver, self._fault)
+                )
+            except BaseException:
+                self.tls = previous
+                raise
 
     def _render(
         self,

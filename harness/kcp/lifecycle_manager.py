@@ -8,25 +8,27 @@ requeued after the interval for its outcome (5 min when Ready); an event from an
 drop the event (logged and counted). The work queue collapses duplicates.
 
 Parts: ``KymaCache`` (list+watch of KCP Kymas, ``lookup`` for SAN pinning) →
-``EventConsumer`` (a Listener's events → a callback; other managers can attach their own)
-→ ``Reconciler`` (queue runner, requeue intervals, record of every reconcile).
+``ListenerHost`` (the owned listener, restartable on the same port, its events → the
+manager; other managers can attach an ``EventConsumer`` of their own) → ``Reconciler``
+(queue runner, requeue intervals, record of every reconcile). ``observers`` see every
+event the manager handles (the harness's event log).
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Self
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import spawn, stop_tasks
+from harness.errors import HarnessError
 from harness.kcp.kyma_cache import DEFAULT_NAMESPACE, RUNTIME_ID_LABEL, KymaCache, KymaInfo
+from harness.kcp.listener_host import EventConsumer, ListenerHost
 from harness.kcp.reconciler import (
     Outcome,
     Reconcile,
@@ -50,6 +52,7 @@ __all__ = [
     "KymaCache",
     "KymaInfo",
     "LifecycleManager",
+    "ListenerHost",
     "Outcome",
     "Reconcile",
     "ReconcileFn",
@@ -59,57 +62,6 @@ __all__ = [
     "Trigger",
     "mark_ready",
 ]
-
-
-class EventConsumer:
-    """Hands every event of ``listener`` to ``callback``, one at a time, until stopped.
-
-    The stream ends when the listener stops; a failing callback is logged and counted and
-    the next event is taken (the SKR already got its 200).
-    """
-
-    def __init__(
-        self,
-        listener: Listener,
-        callback: Callable[[ListenerEvent], Awaitable[None]],
-        *,
-        name: str | None = None,
-    ) -> None:
-        self._listener = listener
-        self._callback = callback
-        self._name = name or f"events-{listener.config.component}"
-        self._task: asyncio.Task[None] | None = None
-        self.consumed = 0
-        self.callback_errors = 0
-
-    async def _run(self) -> None:
-        async for event in self._listener.events():
-            self.consumed += 1
-            try:
-                await self._callback(event)
-            except Exception:
-                self.callback_errors += 1
-                logger.exception("%s: handling event %s failed", self._name, event)
-
-    async def start(self) -> None:
-        self._task = spawn(self._run(), self._name)
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            await stop_tasks([task])
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 def mark_ready(api: ApiClient) -> ReconcileFn:
@@ -133,9 +85,11 @@ class LifecycleManager:
     """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP.
 
     Pass a running ``listener`` you own, or a ``listener_config`` (its component should be
-    ``lifecycle-manager``) and the manager creates, starts and stops the listener itself,
-    adding SAN pinning against its Kyma cache when ``pin_san`` is set. With neither, it
-    only reconciles (startup and requeue timers); call ``handle_event`` to inject events.
+    ``lifecycle-manager``) and the manager creates, starts and stops the listener itself
+    (through a :class:`ListenerHost`, so :meth:`stop_listener`/:meth:`start_listener` can
+    take it away and bring it back on the same port), adding SAN pinning against its Kyma
+    cache when ``pin_san`` is set. With neither, it only reconciles (startup and requeue
+    timers); call ``handle_event`` to inject events.
     """
 
     def __init__(
@@ -160,15 +114,41 @@ class LifecycleManager:
         self.reconciler = Reconciler(
             reconcile or mark_ready(api), workers=workers, intervals=intervals, clock=clock
         )
-        self._owns_listener = listener_config is not None
+        self.host: ListenerHost | None = None
         if listener_config is not None:
             hooks = listener_config.verify_hooks
             if pin_san:
                 hooks = (*hooks, san_pinning(self.cache.lookup))
-            listener = Listener(dataclasses.replace(listener_config, verify_hooks=hooks))
-        self.listener = listener
+            config = dataclasses.replace(listener_config, verify_hooks=hooks)
+            self.host = ListenerHost(config, self.handle_event)
+        self._external_listener = listener
         self._stack: AsyncExitStack | None = None
         self.event_counters: collections.Counter[str] = collections.Counter()
+        self.observers: list[Callable[[ListenerEvent], None]] = []
+        """Called with every event :meth:`handle_event` takes, before it is resolved."""
+
+    @property
+    def listener(self) -> Listener | None:
+        """The listener receiving events right now (None while an owned one is stopped)."""
+        if self.host is not None:
+            return self.host.listener if self.host.running else None
+        return self._external_listener
+
+    def _owned_host(self) -> ListenerHost:
+        if self.host is None:
+            raise HarnessError("this LifecycleManager does not own its listener (no config)")
+        return self.host
+
+    async def stop_listener(self) -> None:
+        """Stop the owned listener; events it accepted are still handled first."""
+        await self._owned_host().stop()
+
+    async def start_listener(self) -> None:
+        """Start the owned listener again on the same port; its events reach this manager."""
+        await self._owned_host().start()
+
+    async def restart_listener(self) -> None:
+        await self._owned_host().restart()
 
     @property
     def counters(self) -> collections.Counter[str]:
@@ -192,6 +172,8 @@ class LifecycleManager:
     async def handle_event(self, event: ListenerEvent) -> None:
         """Resolve the event's runtime id to one Kyma and enqueue it (trigger watch-event)."""
         self.event_counters["events:received"] += 1
+        for observe in list(self.observers):
+            observe(event)
         matches = self.cache.by_runtime_id(event.runtime_id, self.namespace)
         if len(matches) != 1:
             reason = "unknown-runtime" if not matches else "ambiguous-runtime"
@@ -216,10 +198,12 @@ class LifecycleManager:
             await stack.enter_async_context(self.reconciler)
             for kyma in self.cache.all():
                 self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
-            if self.listener is not None:
-                if self._owns_listener:
-                    await stack.enter_async_context(self.listener)
-                consumer = EventConsumer(self.listener, self.handle_event, name="klm-events")
+            if self.host is not None:
+                await stack.enter_async_context(self.host)
+            elif self._external_listener is not None:
+                consumer = EventConsumer(
+                    self._external_listener, self.handle_event, name="klm-events"
+                )
                 await stack.enter_async_context(consumer)
             self._stack = stack.pop_all()
         return self

@@ -451,6 +451,10 @@ class SkrInstallation:
         """SIGKILL the webhook (its process group); the VWC stays."""
         return await self.webhook.kill()
 
+    async def restart(self) -> None:
+        """Stop gracefully, then start again on the same ports."""
+        await self.webhook.restart()
+
     async def metrics(self) -> dict[str, float]:
         """The webhook's metrics as ``{name{labels}: value}``."""
         return await self.webhook.scrape()

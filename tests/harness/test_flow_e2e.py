@@ -8,7 +8,6 @@ Kubernetes admission is simulated.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 
@@ -18,6 +17,7 @@ from harness.environment import (
     KCP_NAMESPACE,
     SKR_NAMESPACE,
     EnvironmentSpec,
+    ObservedEvent,
     SkrSpec,
     WatcherEnvironment,
     watcher_environment,
@@ -25,7 +25,6 @@ from harness.environment import (
 from harness.kcp.lifecycle_manager import Trigger
 from harness.kube import KYMAS, WATCHERS, Resource, create_or_replace, delete, merge_patch
 from harness.skr.certs import CertificateOverride
-from watcher.listener import ListenerEvent
 from watcher.render.watcher_cr import klm_watcher_dict, watcher_dict
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -100,7 +99,7 @@ async def test_status_watch_follows_the_watcher_field(env: WatcherEnvironment) -
 async def test_second_watcher_routes_labelled_configmaps_to_its_own_listener(
     env: WatcherEnvironment,
 ) -> None:
-    cm_listener = await env.add_listener("cm-manager", ("cm-events", KCP_NAMESPACE, 9090))
+    await env.add_listener("cm-manager", ("cm-events", KCP_NAMESPACE, 9090))
     await env.apply_watcher(
         watcher_dict(
             "cm-watcher",
@@ -115,11 +114,9 @@ async def test_second_watcher_routes_labelled_configmaps_to_its_own_listener(
     klm_events_before = env.klm.counters["events:received"]
 
     api = env.skr_apis["skr-b"]
-    got: list[ListenerEvent] = []
 
-    async def take() -> None:
-        async for event in cm_listener.events():
-            got.append(event)
+    def got() -> list[ObservedEvent]:
+        return [e for e in env.events if e.manager == "cm-manager"]
 
     async def configmap(name: str, labels: dict[str, str]) -> None:
         body = {
@@ -130,34 +127,30 @@ async def test_second_watcher_routes_labelled_configmaps_to_its_own_listener(
         }
         await create_or_replace(api, CONFIGMAPS, body)
 
-    consumer = asyncio.create_task(take())
     # The SKR API server picks the new webhook up through an informer: write labelled
     # ConfigMaps until the first event proves the wiring, then check the filter.
     deadline = time.monotonic() + 15
     n = 0
-    while not got:
+    while not got():
         assert time.monotonic() < deadline, "no ConfigMap event arrived within 15 s"
         n += 1
         await configmap(f"labelled-{n}", {"watch-me": "yes"})
         await asyncio.sleep(0.3)
     await configmap("plain", {})
     await asyncio.sleep(QUIET_WINDOW)
-    names = [e.event.watched.name for e in got]
+    names = [e.name for e in got()]
     assert "plain" not in names
     assert set(names) <= {f"labelled-{i}" for i in range(1, n + 1)}
-    assert {e.runtime_id for e in got} == {"runtime-b"}
+    assert {e.runtime_id for e in got()} == {"runtime-b"}
     assert env.klm.counters["events:received"] == klm_events_before
 
     await delete(env.kcp_api, WATCHERS, "cm-watcher", KCP_NAMESPACE)
     await env.wait_watchers_applied([f"{KCP_NAMESPACE}/klm-watcher"])
     await env.wait_route("cm-watcher", KCP_NAMESPACE, present=False)
-    seen = len(got)
+    seen = len(got())
     await merge_patch(api, CONFIGMAPS, "labelled-1", "default", {"data": {"k": "changed"}})
     await asyncio.sleep(QUIET_WINDOW)
-    consumer.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await consumer
-    assert len(got) == seen, "events kept arriving after the Watcher was removed"
+    assert len(got()) == seen, "events kept arriving after the Watcher was removed"
 
 
 async def test_wrong_san_is_refused_with_403_and_never_reconciled(env: WatcherEnvironment) -> None:

@@ -1,0 +1,197 @@
+"""Bringing the whole flow up on one machine, and down again in reverse.
+
+Start order follows the data flow backwards, so every part finds its target running:
+clusters → CRDs → KCP CA → gateway (Envoy) and its VirtualService sync → KLM stand-in
+(its listener registered as ``klm-controller-manager-events.kcp-system:8082``) and the
+spec's extra listeners → SKR fleet (certificates, webhook processes, webhook
+configurations) → Watcher controller, whose Watcher changes re-render every SKR's
+configuration at once → Kymas → the spec's Watchers (routes and wiring awaited).
+``AsyncExitStack`` unwinds in reverse, also when a step fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+from harness.clusters.binaries import ensure_binaries
+from harness.clusters.plane import LocalBackend
+from harness.environment.core import WatcherEnvironment
+from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
+from harness.environment.spec import (
+    KCP_NAMESPACE,
+    KLM_COMPONENT,
+    KLM_SERVICE,
+    RUNTIME_ID_LABEL,
+    SKR_DOMAIN_ANNOTATION,
+    SKR_KYMA_LABELS,
+    SKR_NAMESPACE,
+    EnvironmentSpec,
+)
+from harness.errors import HarnessError
+from harness.kcp.gateway import EnvoyGateway
+from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
+from harness.kcp.lifecycle_manager import LifecycleManager
+from harness.kcp.watcher_controller import WatcherController, valid_watcher
+from harness.kube import GATEWAYS, KYMAS, WATCHERS, apply_crds, create_or_replace, ensure_namespace
+from harness.skr.fleet import SkrFleet
+from harness.skr.install import SkrInstallation
+from watcher import pki
+from watcher.listener import ListenerConfig
+from watcher.render.envoy import TlsFiles
+from watcher.render.virtualservice import gateway_dict
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
+
+
+async def _create_kymas(env: WatcherEnvironment) -> None:
+    await ensure_namespace(env.kcp_api, KCP_NAMESPACE)
+    for skr in env.spec.skrs:
+        await create_or_replace(
+            env.kcp_api,
+            KYMAS,
+            {
+                "apiVersion": "operator.kyma-project.io/v1beta2",
+                "kind": "Kyma",
+                "metadata": {
+                    "name": skr.kyma_name,
+                    "namespace": KCP_NAMESPACE,
+                    "labels": {RUNTIME_ID_LABEL: skr.runtime_id},
+                    "annotations": {SKR_DOMAIN_ANNOTATION: skr.skr_domain},
+                },
+                "spec": {"channel": "regular"},
+            },
+        )
+        skr_api = env.skr_apis[skr.name]
+        await ensure_namespace(skr_api, SKR_NAMESPACE)
+        await create_or_replace(
+            skr_api,
+            KYMAS,
+            {
+                "apiVersion": "operator.kyma-project.io/v1beta2",
+                "kind": "Kyma",
+                "metadata": {
+                    "name": "default",
+                    "namespace": SKR_NAMESPACE,
+                    "labels": {**SKR_KYMA_LABELS, RUNTIME_ID_LABEL: skr.runtime_id},
+                },
+                "spec": {"channel": "regular"},
+            },
+        )
+
+
+async def _apply_watchers(env: WatcherEnvironment) -> None:
+    """Apply the spec's Watchers; wait until the valid ones are routed and wired."""
+    valid = []
+    for obj in env.spec.watchers:
+        await ensure_namespace(env.kcp_api, obj["metadata"]["namespace"])
+        await create_or_replace(env.kcp_api, WATCHERS, dict(obj))
+        if valid_watcher(obj) is not None:
+            valid.append(obj["metadata"])
+    await env.wait_watchers_applied([f"{m['namespace']}/{m['name']}" for m in valid], within=30)
+    await asyncio.gather(
+        *(env.wait_route(m["name"], m["namespace"], present=True, within=30) for m in valid)
+    )
+    await env.wait_wired(within=30)
+
+
+@asynccontextmanager
+async def watcher_environment(
+    spec: EnvironmentSpec | None = None,
+) -> AsyncIterator[WatcherEnvironment]:
+    """Bring everything up; yield handles; tear everything down (also on failure)."""
+    spec = spec or EnvironmentSpec()
+    async with AsyncExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="watcher-env-")))
+        backend = LocalBackend(ensure_binaries(), log_dir=spec.log_dir)
+        clusters = await stack.enter_async_context(
+            backend.start(["kcp", *(s.name for s in spec.skrs)])
+        )
+        kcp_api = await stack.enter_async_context(clusters["kcp"].api_client())
+        skr_apis = {
+            s.name: await stack.enter_async_context(clusters[s.name].api_client())
+            for s in spec.skrs
+        }
+        crd_files = [CRD_DIR / f"{n}.yaml" for n in ("watcher", "kyma", "istio")]
+        await asyncio.gather(
+            apply_crds(kcp_api, crd_files),
+            *(apply_crds(api, [CRD_DIR / "kyma.yaml"]) for api in skr_apis.values()),
+        )
+
+        ca = pki.create_ca(common_name="kcp-ca-1")
+        gw_dir = workdir / "gateway"
+        gw_dir.mkdir()
+        gw_cert = issue_gateway_certificate(ca)
+        files = pki.write_secret_files(gw_dir, pki.secret_data(gw_cert, ca.cert_pem))
+        gateway = await stack.enter_async_context(
+            EnvoyGateway(
+                TlsFiles(str(files["tls.crt"]), str(files["tls.key"]), str(files["ca.crt"])),
+                log_dir=spec.log_dir,
+            )
+        )
+        registry = ServiceRegistry()
+        sync = await stack.enter_async_context(VirtualServiceSync(kcp_api, gateway, registry))
+        await ensure_namespace(kcp_api, KCP_NAMESPACE)
+        await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
+
+        klm = await stack.enter_async_context(
+            LifecycleManager(
+                kcp_api,
+                listener_config=ListenerConfig(component=KLM_COMPONENT, identity="xfcc"),
+                pin_san=spec.pin_san,
+                intervals=spec.intervals,
+            )
+        )
+        if klm.host is None:
+            raise HarnessError("the KLM stand-in started without its listener")
+        registry.register(*KLM_SERVICE, ("127.0.0.1", klm.host.port))
+
+        fleet = await stack.enter_async_context(
+            SkrFleet(
+                SkrInstallation(
+                    clusters[s.name],
+                    runtime_id=s.runtime_id,
+                    skr_domain=s.skr_domain,
+                    ca=ca,
+                    ca_bundle_pem=ca.cert_pem,
+                    kcp_addr=f"127.0.0.1:{gateway.port}",
+                    delivery_mode=spec.delivery_mode_of(s),
+                    certificate=s.certificate,
+                    log_level="WARNING",
+                    extra_env=dict(spec.webhook_env),
+                    log_dir=spec.log_dir,
+                )
+                for s in spec.skrs
+            )
+        )
+        controller = WatcherController(kcp_api)
+        controller.on_change.append(fleet.apply_watchers)
+        await stack.enter_async_context(controller)
+        env = WatcherEnvironment(
+            spec=spec,
+            clusters=clusters,
+            kcp_api=kcp_api,
+            skr_apis=skr_apis,
+            gateway=gateway,
+            registry=registry,
+            sync=sync,
+            klm=klm,
+            fleet=fleet,
+            controller=controller,
+            rotation=CertificateRotation(ca, gateway, fleet),
+            workdir=workdir,
+            stack=stack,
+        )
+        env.listeners[KLM_COMPONENT] = klm.host
+        klm.observers.append(env.log.recorder(KLM_COMPONENT))
+        for listener in spec.listeners:
+            await env.add_listener(listener.component, listener.service)
+        await _create_kymas(env)
+        await _apply_watchers(env)
+        yield env
+
+
+__all__ = ["watcher_environment"]

@@ -1,0 +1,309 @@
+"""Handles to every running part of one environment, and what flows and scenarios ask of it.
+
+Observation: :attr:`WatcherEnvironment.log` (every accepted event, every fault) and
+:meth:`~WatcherEnvironment.metric` / :meth:`~WatcherEnvironment.rejections`. Change:
+:meth:`~WatcherEnvironment.apply_watcher` / :meth:`~WatcherEnvironment.delete_watcher`
+(return once the change is live) and :meth:`~WatcherEnvironment.fault` (see
+:mod:`harness.environment.faults`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.clusters.plane import Environment as Clusters
+from harness.environment.events import EventLog, FaultRecord, ObservedEvent
+from harness.environment.faults import Fault, FaultError, parse_fault
+from harness.environment.inject import inject
+from harness.environment.rotation import CertificateRotation, RotationKind
+from harness.environment.spec import (
+    KCP_NAMESPACE,
+    SKR_KYMA_LABELS,
+    SKR_NAMESPACE,
+    EnvironmentSpec,
+    Service,
+    SkrSpec,
+)
+from harness.kcp.gateway import EnvoyGateway
+from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
+from harness.kcp.lifecycle_manager import LifecycleManager
+from harness.kcp.listener_host import ListenerHost
+from harness.kcp.watcher_controller import WatcherController, valid_watcher
+from harness.kube import (
+    KYMAS,
+    VIRTUAL_SERVICES,
+    WATCHERS,
+    create_or_replace,
+    delete,
+    ensure_namespace,
+    get,
+    request,
+)
+from harness.skr.fleet import SkrFleet
+from watcher import pki
+from watcher.listener import ListenerConfig
+from watcher.render.envoy import FaultInjection
+from watcher.render.watcher_cr import Watcher
+
+VERIFICATION_FAILED = "watcher_listener_verification_failed_total"
+
+
+def probes_kyma(watcher: Watcher) -> bool:
+    """Whether a metadata-only write of an SKR's default Kyma reaches ``watcher``'s webhook."""
+    res = watcher.spec.resource_to_watch
+    labels = watcher.spec.labels_to_watch
+    return (
+        res.group in ("operator.kyma-project.io", "*")
+        and res.resource in ("kymas", "*")
+        and watcher.spec.field == "spec"
+        and all(SKR_KYMA_LABELS.get(k) == v for k, v in labels.items())
+    )
+
+
+@dataclass
+class WatcherEnvironment:
+    """Handles to every running part, for flows, tests and the scenario runner."""
+
+    spec: EnvironmentSpec
+    clusters: Clusters
+    kcp_api: ApiClient
+    skr_apis: dict[str, ApiClient]
+    gateway: EnvoyGateway
+    registry: ServiceRegistry
+    sync: VirtualServiceSync
+    klm: LifecycleManager
+    fleet: SkrFleet
+    controller: WatcherController
+    rotation: CertificateRotation
+    workdir: Path
+    stack: AsyncExitStack
+    log: EventLog = field(default_factory=EventLog)
+    listeners: dict[str, ListenerHost] = field(default_factory=dict)
+    """Every manager's listener by component, KLM's (``lifecycle-manager``) included."""
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def ca(self) -> pki.CertificateAuthority:
+        """The KCP CA issuing certificates right now (changes with ``rotate("ca")``)."""
+        return self.rotation.ca
+
+    @property
+    def events(self) -> list[ObservedEvent]:
+        """Every event accepted by every listener, in arrival order (append-only)."""
+        return self.log.events
+
+    @property
+    def timeline(self) -> list[FaultRecord]:
+        """Every fault action, in the order they started."""
+        return self.log.timeline
+
+    def events_since(self, t: float, manager: str | None = None) -> list[ObservedEvent]:
+        return self.log.events_since(t, manager)
+
+    def skr(self, name: str) -> SkrSpec:
+        for s in self.spec.skrs:
+            if s.name == name:
+                return s
+        raise KeyError(f"no SKR {name!r}; have {[s.name for s in self.spec.skrs]}")
+
+    # -- observation ------------------------------------------------------------------
+
+    def rejections(self) -> dict[str, dict[str, float]]:
+        """Per listener component: verification failures (HTTP 403) by reason."""
+        out: dict[str, dict[str, float]] = {}
+        for component, host in self.listeners.items():
+            by_reason: dict[str, float] = {}
+            for labels, value in host.samples(VERIFICATION_FAILED).items():
+                reason = dict(labels).get("reason", "")
+                by_reason[reason] = by_reason.get(reason, 0.0) + value
+            out[component] = by_reason
+        return out
+
+    async def metric(
+        self, target: str, name: str, labels: Mapping[str, str] | None = None
+    ) -> float:
+        """One sample now: ``webhook/<skr>`` (scraped), ``listener/<component>`` (summed
+        over restarts) or ``gateway`` (an Envoy stat by its full name; no labels)."""
+        kind, _, which = target.partition("/")
+        labels = dict(labels or {})
+        if kind == "webhook":
+            return await self.fleet[which].metric(name, **labels)
+        if kind == "listener":
+            return self._listener(which).metric(name, labels)
+        if kind == "gateway" and not which:
+            if labels:
+                raise FaultError(f"gateway stats have no labels; got {labels} for {name}")
+            stats = await self.gateway.stats()
+            return float(stats.get(name, 0))
+        raise FaultError(
+            f"unknown metric target {target!r}; use webhook/<skr>, listener/<component> or gateway"
+        )
+
+    def _listener(self, component: str) -> ListenerHost:
+        try:
+            return self.listeners[component]
+        except KeyError:
+            raise FaultError(f"no listener {component!r}; have {sorted(self.listeners)}") from None
+
+    # -- managers and Watchers --------------------------------------------------------
+
+    async def add_listener(self, component: str, service: Service) -> ListenerHost:
+        """Another manager's listener behind the gateway (XFCC identity), registered as
+        ``service`` so a Watcher's ``serviceInfo`` routes to it; its events go to
+        :attr:`events`. Stopped with the environment."""
+        if component in self.listeners:
+            raise FaultError(f"a listener for {component!r} already exists")
+        host = ListenerHost(
+            ListenerConfig(component=component, identity="xfcc"),
+            self.log.recorder(component).consume,
+        )
+        await self.stack.enter_async_context(host)
+        self.listeners[component] = host
+        self.registry.register(service[0], service[1], service[2], ("127.0.0.1", host.port))
+        return host
+
+    async def apply_watcher(self, obj: Mapping[str, Any], within: float = 20.0) -> None:
+        """Create or replace a Watcher; return once controller, fleet, route and every SKR's
+        webhook configuration reflect it (an invalid Watcher: once it is not routed)."""
+        meta = obj["metadata"]
+        await ensure_namespace(self.kcp_api, meta["namespace"])
+        await create_or_replace(self.kcp_api, WATCHERS, dict(obj))
+        await self._wait_live(meta["name"], meta["namespace"], valid_watcher(obj), within)
+
+    async def delete_watcher(self, name: str, namespace: str, within: float = 20.0) -> None:
+        """Delete a Watcher; return once its route and webhooks are gone everywhere."""
+        await delete(self.kcp_api, WATCHERS, name, namespace)
+        await self._wait_live(name, namespace, None, within)
+
+    async def _wait_live(
+        self, name: str, namespace: str, expected: Watcher | None, within: float
+    ) -> None:
+        key = f"{namespace}/{name}"
+        async with asyncio.timeout(within):
+            while True:
+                current = {f"{w.namespace}/{w.name}": w for w in self.controller.watchers()}
+                have = current.get(key)
+                matches = (
+                    have is None
+                    if expected is None
+                    else have is not None and have.spec == expected.spec
+                )
+                if matches and self.fleet.watchers == tuple(self.controller.watchers()):
+                    break
+                await asyncio.sleep(0.02)
+            await self.wait_route(name, namespace, present=expected is not None, within=within)
+            await self.wait_wired(within=within)
+
+    async def wait_watchers_applied(self, names: Sequence[str], within: float = 15.0) -> None:
+        """Until the controller reports exactly ``names`` valid and every SKR is rewired."""
+        wanted = sorted(names)
+        async with asyncio.timeout(within):
+            while True:
+                fleet_names = sorted(f"{w.namespace}/{w.name}" for w in self.fleet.watchers)
+                ctl_names = sorted(f"{w.namespace}/{w.name}" for w in self.controller.watchers())
+                if fleet_names == wanted and ctl_names == wanted:
+                    return
+                await asyncio.sleep(0.02)
+
+    async def wait_wired(self, within: float = 15.0) -> None:
+        """Until every SKR API server calls its webhook for the SKR Kyma.
+
+        A new ValidatingWebhookConfiguration reaches the API server's admission chain
+        through an informer, a moment after the write; dry-run writes probe it without
+        changing anything (metadata only: no event is sent), and the webhook's admission
+        counter proves it was called. Skipped when no Watcher matches such a write.
+        """
+        if not any(probes_kyma(w) for w in self.fleet.watchers):
+            return
+        async with asyncio.timeout(within):
+            for inst in self.fleet:
+                if not inst.webhook.running:
+                    continue
+                api = self.skr_apis[inst.cluster.name]
+                before = await inst.metric("watcher_admission_request_total")
+                probe = 0
+                while await inst.metric("watcher_admission_request_total") <= before:
+                    probe += 1
+                    await request(
+                        api,
+                        "PATCH",
+                        KYMAS.path(SKR_NAMESPACE, "default"),
+                        query=[("dryRun", "All")],
+                        body={"metadata": {"annotations": {"harness/probe": str(probe)}}},
+                        content_type="application/merge-patch+json",
+                    )
+                    await asyncio.sleep(0.05)
+
+    async def wait_route(
+        self, name: str, namespace: str, *, present: bool, within: float = 15.0
+    ) -> None:
+        """Until the VirtualService exists (or not) in KCP and Envoy confirmed that route."""
+        route = f"{namespace}/{name}"
+        async with asyncio.timeout(within):
+            while True:
+                vs = await get(self.kcp_api, VIRTUAL_SERVICES, name, namespace)
+                config = self.gateway.config
+                routed = config is not None and f'"{route}"' in json.dumps(config.rds())
+                if (vs is not None) == present and routed == present:
+                    return
+                await asyncio.sleep(0.05)
+
+    # -- faults -----------------------------------------------------------------------
+
+    def _names(self) -> dict[str, frozenset[str]]:
+        return {
+            "webhook": frozenset(i.cluster.name for i in self.fleet),
+            "listener": frozenset(self.listeners),
+            "apiserver": frozenset(self.clusters.clusters),
+        }
+
+    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
+        """Inject one fault (see :mod:`harness.environment.faults`); returns once the target
+        is really down/up; recorded in :attr:`timeline`."""
+        checked: Fault = parse_fault(target, action, self._names())
+        at = time.time()
+        detail = await inject(self, checked, params)
+        record = FaultRecord(at, checked.target, action, time.time(), detail)
+        self.log.timeline.append(record)
+        return record
+
+    async def set_kcp_fault(
+        self,
+        *,
+        delay: float = 0.0,
+        delay_percent: float = 100.0,
+        abort_percent: float = 0.0,
+        abort_status: int = 503,
+    ) -> None:
+        """Envoy delays (``delay`` seconds) and/or aborts requests on every KCP route."""
+        await self.gateway.set_fault(
+            FaultInjection(
+                abort_percent=abort_percent,
+                abort_status=abort_status,
+                delay_percent=delay_percent if delay > 0 else 0.0,
+                delay_ms=round(delay * 1000),
+            )
+        )
+
+    async def clear_kcp_fault(self) -> None:
+        await self.gateway.set_fault(None)
+
+    async def rotate(self, kind: RotationKind = "leaf", skrs: Sequence[str] | None = None) -> None:
+        """Rotate SKR leaf certificates (``skrs``, default all) or the whole KCP CA."""
+        await self.fault("certificates", f"rotate-{kind}", skrs=skrs)
+
+    async def drop_old_ca(self) -> None:
+        await self.fault("certificates", "drop-old-ca")
+
+
+__all__ = ["KCP_NAMESPACE", "SKR_NAMESPACE", "WatcherEnvironment", "probes_kyma"]

@@ -1,0 +1,78 @@
+"""Fault targets and actions: one entry point from a scenario's ``fault`` step to the parts.
+
+``parse_fault`` (pure) checks a ``(target, action)`` pair against :data:`ACTIONS` and says
+what is allowed when it is not. Targets:
+
+* ``gateway`` — stop / start / kill / restart the Envoy gateway (same ports);
+* ``webhook/<skr>`` — stop / start / kill / restart that SKR's webhook process;
+* ``listener/<component>`` — stop / start / restart a manager's listener (same port);
+* ``apiserver/<cluster>`` — stop / start / kill / restart a kube-apiserver (``kcp`` or an
+  SKR; same port, certificates and etcd data);
+* ``kcp`` — ``delay`` / ``abort`` / ``clear``: latency or errors injected by Envoy on
+  every route to the KCP (parameters: ``delay_ms``, ``percent``, ``status``);
+* ``certificates`` — ``rotate-leaf`` (parameter ``skrs``), ``rotate-ca``, ``drop-old-ca``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+
+ACTIONS: Mapping[str, tuple[str, ...]] = {
+    "gateway": ("stop", "start", "kill", "restart"),
+    "webhook": ("stop", "start", "kill", "restart"),
+    "listener": ("stop", "start", "restart"),
+    "apiserver": ("stop", "start", "kill", "restart"),
+    "kcp": ("delay", "abort", "clear"),
+    "certificates": ("rotate-leaf", "rotate-ca", "drop-old-ca"),
+}
+NAMED = frozenset({"webhook", "listener", "apiserver"})
+"""Targets that name a part: ``<kind>/<name>``."""
+
+
+class FaultError(HarnessError, ValueError):
+    """An unknown fault target or action, or one that does not fit the environment."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A checked fault: what kind of part, which one (``""`` for singletons), and what to do."""
+
+    kind: str
+    name: str
+    action: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.kind}/{self.name}" if self.name else self.kind
+
+
+def parse_fault(
+    target: str, action: str, names: Mapping[str, frozenset[str]] | None = None
+) -> Fault:
+    """``("webhook/skr-a", "kill")`` → ``Fault("webhook", "skr-a", "kill")``.
+
+    ``names`` (kind → known names), when given, is checked too, so a typo in an SKR or
+    component name fails before anything is touched.
+    """
+    kind, slash, name = target.partition("/")
+    if kind not in ACTIONS:
+        raise FaultError(
+            f"unknown fault target {target!r}; use one of: gateway, kcp, certificates, "
+            "webhook/<skr>, listener/<component>, apiserver/<cluster>"
+        )
+    if kind in NAMED and not name:
+        raise FaultError(f"fault target {target!r} needs a name: {kind}/<name>")
+    if kind not in NAMED and slash:
+        raise FaultError(f"fault target {kind!r} takes no name (got {target!r})")
+    if action not in ACTIONS[kind]:
+        raise FaultError(
+            f"unknown action {action!r} for {target!r}; use one of: {', '.join(ACTIONS[kind])}"
+        )
+    known = (names or {}).get(kind)
+    if known is not None and name not in known:
+        listed = ", ".join(sorted(known)) or "none"
+        raise FaultError(f"no {kind} named {name!r} in this environment (have: {listed})")
+    return Fault(kind, name, action)

@@ -1,0 +1,107 @@
+"""Carrying out a checked :class:`~harness.environment.faults.Fault` on a running environment.
+
+Every action returns once its target is really down (process reaped, port closed) or up
+(ready probe passed, or Envoy confirmed the configuration); each part keeps its ports, so
+routes, kubeconfigs and webhook configurations stay valid. Returns a short detail string
+for the timeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness.environment.faults import Fault, FaultError
+
+if TYPE_CHECKING:
+    from harness.environment.core import WatcherEnvironment
+
+Params = Mapping[str, Any]
+
+
+def _no_params(fault: Fault, params: Params, allowed: tuple[str, ...] = ()) -> None:
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
+        raise FaultError(f"{fault.target} {fault.action} takes no parameter {unknown}{hint}")
+
+
+def _lifecycle(
+    fault: Fault,
+    actions: Mapping[str, Callable[[], Awaitable[object]]],
+) -> Awaitable[object]:
+    try:
+        return actions[fault.action]()
+    except KeyError:
+        raise FaultError(f"{fault.target} cannot {fault.action}") from None
+
+
+async def inject(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
+    if fault.kind == "gateway":
+        _no_params(fault, params)
+        gw = env.gateway
+        await _lifecycle(
+            fault, {"stop": gw.stop, "start": gw.start, "kill": gw.kill, "restart": gw.restart}
+        )
+        return f"pid {gw.pid}" if gw.running else "down"
+    if fault.kind == "webhook":
+        _no_params(fault, params)
+        inst = env.fleet[fault.name]
+        await _lifecycle(
+            fault,
+            {"stop": inst.stop, "start": inst.start, "kill": inst.kill, "restart": inst.restart},
+        )
+        return f"pid {inst.webhook.pid}" if inst.webhook.running else "down"
+    if fault.kind == "listener":
+        _no_params(fault, params)
+        host = env.listeners[fault.name]
+        await _lifecycle(fault, {"stop": host.stop, "start": host.start, "restart": host.restart})
+        return f"port {host.port}" + ("" if host.running else " closed")
+    if fault.kind == "apiserver":
+        _no_params(fault, params)
+        ctl = env.clusters.control(fault.name)
+        await _lifecycle(
+            fault, {"stop": ctl.stop, "start": ctl.start, "kill": ctl.kill, "restart": ctl.restart}
+        )
+        return f"pid {ctl.records[-1].pid}" if ctl.running else "down"
+    if fault.kind == "kcp":
+        return await _kcp(env, fault, params)
+    if fault.kind == "certificates":
+        return await _certificates(env, fault, params)
+    raise FaultError(f"no handler for fault target {fault.target!r}")  # parse_fault forbids
+
+
+async def _kcp(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
+    if fault.action == "clear":
+        _no_params(fault, params)
+        await env.clear_kcp_fault()
+        return "no fault"
+    if fault.action == "delay":
+        _no_params(fault, params, ("delay_ms", "percent"))
+        if "delay_ms" not in params:
+            raise FaultError("kcp delay needs delay_ms (milliseconds)")
+        delay_ms, percent = int(params["delay_ms"]), float(params.get("percent", 100.0))
+        await env.set_kcp_fault(delay=delay_ms / 1000, delay_percent=percent)
+        return f"delay {delay_ms} ms on {percent:g}%"
+    _no_params(fault, params, ("percent", "status"))
+    percent, status = float(params.get("percent", 100.0)), int(params.get("status", 503))
+    await env.set_kcp_fault(abort_percent=percent, abort_status=status)
+    return f"abort {status} on {percent:g}%"
+
+
+async def _certificates(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
+    rotation = env.rotation
+    if fault.action == "rotate-leaf":
+        _no_params(fault, params, ("skrs",))
+        skrs = params.get("skrs")
+        await rotation.rotate_leaves(skrs)
+        return f"leaves of {', '.join(skrs) if skrs else 'every SKR'}"
+    if fault.action == "rotate-ca":
+        _no_params(fault, params, ("skrs",))
+        if params.get("skrs") is not None:
+            raise FaultError("a CA rotation re-issues every SKR; do not pass skrs")
+        await rotation.rotate_ca()
+        return f"new CA {rotation.ca.common_name}"
+    _no_params(fault, params)
+    await rotation.drop_old_ca()
+    return f"trusting only {rotation.ca.common_name}"

@@ -1,0 +1,82 @@
+"""What an environment is made of: SKRs, Watchers, extra listeners, knobs (frozen, pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.kcp.reconciler import RequeueIntervals
+from harness.skr.certs import CertificateOverride
+from watcher.render.watcher_cr import klm_watcher_dict
+from watcher.webhook.settings import DeliveryMode
+
+KCP_NAMESPACE = "kcp-system"
+SKR_NAMESPACE = "kyma-system"
+RUNTIME_ID_LABEL = "kyma-project.io/runtime-id"
+WATCHED_BY_LABEL = "operator.kyma-project.io/watched-by"
+MANAGED_BY_LABEL = "operator.kyma-project.io/managed-by"
+SKR_DOMAIN_ANNOTATION = "skr-domain"
+KLM_COMPONENT = "lifecycle-manager"
+KLM_SERVICE = ("klm-controller-manager-events", KCP_NAMESPACE, 8082)
+SKR_KYMA_LABELS = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: "kyma"}
+"""Labels of every SKR's ``kyma-system/default`` Kyma (plus its runtime id)."""
+
+Service = tuple[str, str, int]
+"""(name, namespace, port) of a KCP Service, as a Watcher's ``serviceInfo`` names it."""
+
+
+@dataclass(frozen=True)
+class SkrSpec:
+    """One SKR: its cluster name, identity and (for negative tests) certificate override.
+
+    ``delivery_mode`` overrides :attr:`EnvironmentSpec.delivery_mode` for this SKR.
+    """
+
+    name: str
+    runtime_id: str
+    skr_domain: str
+    certificate: CertificateOverride = field(default_factory=CertificateOverride)
+    delivery_mode: DeliveryMode | None = None
+
+    @property
+    def kyma_name(self) -> str:
+        return f"kyma-{self.name}"
+
+
+@dataclass(frozen=True)
+class ListenerSpec:
+    """Another manager's listener behind the gateway, reachable as ``service``."""
+
+    component: str
+    service: Service
+
+
+def _default_watchers() -> tuple[Mapping[str, Any], ...]:
+    return (klm_watcher_dict(),)
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """Everything ``watcher_environment`` brings up; the defaults are KLM's setup.
+
+    ``watchers`` are Watcher CR dicts applied at startup (default: KLM's ``klm-watcher``);
+    ``listeners`` are extra managers' listeners; ``webhook_env`` adds ``WATCHER_*`` knobs
+    to every SKR webhook (e.g. a short ``WATCHER_RETRY_MAX_SECONDS`` for fault tests).
+    """
+
+    skrs: tuple[SkrSpec, ...] = (
+        SkrSpec("skr-a", "runtime-a", "skr-a.kyma.example.com"),
+        SkrSpec("skr-b", "runtime-b", "skr-b.kyma.example.com"),
+    )
+    watchers: tuple[Mapping[str, Any], ...] = field(default_factory=_default_watchers)
+    listeners: tuple[ListenerSpec, ...] = ()
+    pin_san: bool = True
+    delivery_mode: DeliveryMode = "async"
+    intervals: RequeueIntervals = field(default_factory=RequeueIntervals)
+    webhook_env: Mapping[str, str] = field(default_factory=dict)
+    log_dir: Path | None = None
+
+    def delivery_mode_of(self, skr: SkrSpec) -> DeliveryMode:
+        return skr.delivery_mode or self.delivery_mode

@@ -80,7 +80,9 @@ def test_kymas_get_channel_and_state_changes() -> None:
     assert statuses and all(m.subresource == "status" for m in statuses)
     assert all(m.has_spec for m in plan)
     creates = [m for m in plan if m.operation == "create"]
-    assert all((m.body or {})["kind"] == "Kyma" and "channel" in m.body["spec"] for m in creates)
+    assert all(
+        (m.body or {})["kind"] == "Kyma" and "channel" in (m.body or {})["spec"] for m in creates
+    )
 
 
 def test_label_flips_toggle_the_watched_labels() -> None:

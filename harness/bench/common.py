@@ -1,0 +1,105 @@
+"""Small helpers shared by the benchmarks: CPU time from /proc, paced load, context."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.clusters import procfs
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` so far (``/proc/<pid>/stat`` utime + stime)."""
+    try:
+        raw = (procfs.PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    # after the command: state(0) ppid pgrp session tty tpgid flags minflt cminflt majflt
+    # cmajflt utime(11) stime(12)
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_mib(pid: int | None) -> float | None:
+    value = procfs.rss_bytes(pid) if pid else None
+    return None if value is None else round(value / 2**20, 1)
+
+
+def loadavg() -> tuple[float, float, float]:
+    one, five, fifteen = os.getloadavg()
+    return (round(one, 2), round(five, 2), round(fifteen, 2))
+
+
+@dataclass
+class BenchContext:
+    """What every benchmark gets: the mode, a work directory, results of earlier ones."""
+
+    quick: bool
+    workdir: Path
+    e2e_seconds: float | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Figures a later benchmark reuses (e.g. measured end-to-end delays for requeue)."""
+
+    def logs(self, name: str) -> Path:
+        path = self.workdir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+async def paced(
+    rate: float,
+    *,
+    count: int,
+    duration: float,
+    action: Callable[[int], Awaitable[None]],
+    max_in_flight: int = 64,
+) -> tuple[int, float]:
+    """Start ``action(i)`` at ``rate`` per second, at most ``count`` times and for at most
+    ``duration`` seconds, with at most ``max_in_flight`` running; wait for all started.
+
+    Returns (started, seconds from the first start to the last completion). When the
+    actions cannot keep up, starts are delayed (the achieved rate is lower), never dropped.
+    """
+    loop = asyncio.get_running_loop()
+    slots = asyncio.Semaphore(max_in_flight)
+    tasks: set[asyncio.Task[None]] = set()
+    errors: list[BaseException] = []
+
+    async def one(i: int) -> None:
+        try:
+            await action(i)
+        except Exception as exc:  # collected and re-raised after the loop
+            errors.append(exc)
+        finally:
+            slots.release()
+
+    start = loop.time()
+    started = 0
+    while started < count:
+        due = start + started / rate
+        now = loop.time()
+        if now - start >= duration or errors:
+            break
+        if due > now:
+            await asyncio.sleep(due - now)
+        await slots.acquire()
+        task = asyncio.create_task(one(started), name=f"paced-{started}")
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        started += 1
+    if tasks:
+        await asyncio.gather(*tasks)
+    if errors:
+        raise errors[0]
+    return started, loop.time() - start
+
+
+def monotonic_ms() -> float:
+    return time.perf_counter() * 1000

@@ -1,0 +1,127 @@
+"""What a benchmark run produced: tables, targets and every figure (pure data, no I/O).
+
+Each benchmark module returns one :class:`BenchResult`; the suite adds :class:`RunMeta`
+(command, machine, versions) and hands both to the writers in :mod:`harness.bench.writer`.
+``figures`` holds every measured number as plain JSON values, so ``docs/benchmarks.json``
+is the complete record and the tables are a view of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.report.stats import percentile
+
+Cell = str | int | float | None
+
+
+def ms(seconds: float) -> float:
+    """Seconds → milliseconds, rounded for tables (3 significant decimals below 10 ms)."""
+    value = seconds * 1000
+    return round(value, 3 if abs(value) < 10 else 1)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One markdown table: a title, column headings and rows of cells."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table {self.title!r}: row {row!r} has {len(row)} cells for "
+                    f"{len(self.columns)} columns"
+                )
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target from the issue, what was measured against it, and whether it was met.
+
+    ``met`` is None when the figure could not be measured in this run; ``note`` explains
+    a miss (the bottleneck and what would lift it) or how the figure was taken.
+    """
+
+    what: str
+    target: str
+    measured: str
+    met: bool | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Everything one benchmark reports."""
+
+    name: str
+    title: str
+    seconds: float
+    description: str = ""
+    tables: tuple[Table, ...] = ()
+    targets: tuple[Target, ...] = ()
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    error: str = ""
+    """Set when the benchmark failed; the other benchmarks still run and report."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "seconds": round(self.seconds, 2),
+            "error": self.error,
+            "targets": [vars(t) for t in self.targets],
+            "figures": dict(self.figures),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """The run: how it was started, on what machine, with which versions."""
+
+    command: str
+    date: str
+    cores: int
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+    seconds: float
+    versions: Mapping[str, str]
+    quick: bool
+
+    @property
+    def busy(self) -> bool:
+        """Whether other work competed for the CPUs (1-minute load ≥ half the cores)."""
+        return max(self.load_before[0], self.load_after[0]) >= self.cores / 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "date": self.date,
+            "cores": self.cores,
+            "load_before": list(self.load_before),
+            "load_after": list(self.load_after),
+            "seconds": round(self.seconds, 1),
+            "versions": dict(self.versions),
+            "quick": self.quick,
+            "busy": self.busy,
+        }
+
+
+def summary(values: Sequence[float]) -> dict[str, float | int]:
+    """count / p50 / p99 / max of ``values`` (already in the unit to report), nearest rank."""
+    if not values:
+        return {"count": 0}
+    return {
+        "count": len(values),
+        "p50": round(percentile(values, 50), 3),
+        "p99": round(percentile(values, 99), 3),
+        "max": round(max(values), 3),
+    }

@@ -1,4 +1,4 @@
-"""Named background tasks and the one helper that stops them.
+"""Named background tasks, the one helper that stops them, and the start/stop base.
 
 Every long-running harness component spawns its tasks with ``spawn`` (so they have names
 in logs and leak reports) and stops them with ``stop_tasks``: cancel, wait up to a
@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Iterable
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 logger = logging.getLogger("harness.aio")
 
@@ -37,3 +38,29 @@ async def stop_tasks(tasks: Iterable[asyncio.Task[Any]], *, within: float = 5.0)
     for task in all_tasks:
         if task.done() and not task.cancelled() and task.exception() is not None:
             logger.error("task %s had failed", task.get_name(), exc_info=task.exception())
+
+
+class Service:
+    """A component with ``start()``/``stop()`` that is also ``async with``-able.
+
+    Subclasses implement the two methods; ``stop`` must be safe to call after a failed or
+    partial ``start``, because leaving the context always calls it.
+    """
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

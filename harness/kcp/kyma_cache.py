@@ -13,12 +13,11 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import spawn, stop_tasks
+from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
 from harness.kube import KYMAS, Backoff, object_key, watch_objects
 from watcher.model import ObjectKey
@@ -60,7 +59,7 @@ class KymaInfo:
         )
 
 
-class KymaCache:
+class KymaCache(Service):
     """``async with KymaCache(api) as cache:`` — returns once the initial list is in."""
 
     def __init__(
@@ -161,15 +160,3 @@ class KymaCache:
         task, self._task = self._task, None
         if task is not None:
             await stop_tasks([task])
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

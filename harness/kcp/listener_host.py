@@ -15,10 +15,8 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Self
 
-from harness.aio import spawn, stop_tasks
+from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
 from watcher.listener import Listener, ListenerConfig, ListenerEvent
 
@@ -31,7 +29,7 @@ class ListenerHostError(HarnessError, RuntimeError):
     """The listener is not running (or already is) when the call needs the other state."""
 
 
-class EventConsumer:
+class EventConsumer(Service):
     """Hands every event of ``listener`` to ``callback``, one at a time, until stopped.
 
     The stream ends when the listener stops; a failing callback is logged and counted and
@@ -74,20 +72,8 @@ class EventConsumer:
         if task is not None:
             await stop_tasks([task])
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-
-class ListenerHost:
+class ListenerHost(Service):
     """``async with ListenerHost(config, callback) as host:`` — then ``stop``/``start`` at will."""
 
     def __init__(
@@ -177,15 +163,3 @@ class ListenerHost:
 
     def __repr__(self) -> str:
         return f"ListenerHost({self.component!r}, port={self._port}, running={self.running})"
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

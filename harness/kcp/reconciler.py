@@ -16,9 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from types import TracebackType
-from typing import Self
 
+from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.runner import QueueRunner
 from harness.kcp.workqueue import Trigger, WorkItem
@@ -70,7 +69,7 @@ class ReconcileTimeout(HarnessError, TimeoutError):
 ReconcileFn = Callable[[str], Awaitable[Outcome]]
 
 
-class Reconciler:
+class Reconciler(Service):
     """``async with Reconciler(fn) as r: r.enqueue("kcp-system/a", Trigger.STARTUP)``."""
 
     def __init__(
@@ -178,15 +177,3 @@ class Reconciler:
 
     async def stop(self) -> None:
         await self._runner.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
-from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Generic, TypeVar
 
-from harness.aio import spawn, stop_tasks
+from harness.aio import Service, spawn, stop_tasks
 from harness.kcp.workqueue import Trigger, WorkItem, WorkQueue
 
 logger = logging.getLogger("harness.kcp.runner")
@@ -23,7 +22,7 @@ K = TypeVar("K", bound=Hashable)
 Handler = Callable[[WorkItem[K]], Awaitable[None]]
 
 
-class QueueRunner(Generic[K]):
+class QueueRunner(Generic[K], Service):
     """``async with QueueRunner(handler, workers=2) as runner: runner.add(key, trigger)``."""
 
     def __init__(
@@ -108,15 +107,3 @@ class QueueRunner(Generic[K]):
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
         await stop_tasks(tasks)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -20,12 +20,11 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import spawn, stop_tasks
+from harness.aio import Service, spawn, stop_tasks
 from harness.kcp.runner import QueueRunner
 from harness.kcp.workqueue import Trigger, WorkItem
 from harness.kube import (
@@ -101,7 +100,7 @@ def valid_watcher(obj: Mapping[str, Any]) -> Watcher | None:
         return None
 
 
-class WatcherController:
+class WatcherController(Service):
     """``async with WatcherController(api) as ctl:`` — returns once Gateways and Watchers
     are listed (their first reconciles are then queued)."""
 
@@ -311,15 +310,3 @@ class WatcherController:
         tasks, self._tasks = self._tasks, []
         await stop_tasks(tasks)
         await self._runner.stop()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -1,0 +1,48 @@
+"""One module per operation verb (the YAML model's ``apply``, ``patch``, ``delete``,
+``churn``, ``fault``, ``wait``, ``expect``, ``watcher``); :func:`run_operation` dispatches."""
+
+from __future__ import annotations
+
+from harness.runner.actions import apply, churn, delete, expect, fault, patch, wait, watcher
+from harness.runner.context import RunContext
+from harness.scenario import (
+    ApplyOp,
+    ChurnOp,
+    DeleteOp,
+    ExpectOp,
+    FaultOp,
+    PatchOp,
+    WaitOp,
+    WatcherOp,
+)
+from harness.scenario.operations import operation_key
+
+
+async def run_operation(ctx: RunContext, op: object) -> None:
+    match op:
+        case ApplyOp():
+            await apply.run(ctx, op.apply)
+        case PatchOp():
+            await patch.run(ctx, op.patch)
+        case DeleteOp():
+            await delete.run(ctx, op.delete)
+        case ChurnOp():
+            await churn.run(ctx, op.churn)
+        case FaultOp():
+            await fault.run(ctx, op.fault)
+        case WaitOp():
+            await wait.run(ctx, op.wait)
+        case ExpectOp():
+            await expect.run(ctx, op.expect)
+        case WatcherOp():
+            await watcher.run(ctx, op.watcher)
+        case _:
+            raise TypeError(f"not an operation: {op!r}")
+
+
+def describe(op: object) -> str:
+    """``try[2] patch`` style name of an operation, for error messages."""
+    return operation_key(op) or type(op).__name__
+
+
+__all__ = ["describe", "run_operation"]

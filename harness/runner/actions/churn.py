@@ -1,0 +1,52 @@
+"""``churn``: a seeded plan of writes on SKRs, executed at its rate and recorded as ground
+truth. In the foreground the operation ends with the churn; with ``background: true`` it
+returns at once and later ``truth``/``latency`` expectations wait for it."""
+
+from __future__ import annotations
+
+from harness.aio import spawn
+from harness.churn.model import ExecutedMutation
+from harness.churn.plan import ChurnMix, ChurnSpec, make_plan
+from harness.churn.runner import run_churn
+from harness.runner.context import ChurnRecord, RunContext
+from harness.scenario import Churn
+
+
+def churn_spec(op: Churn, index: int) -> ChurnSpec:
+    """The plan's spec; each churn of a scenario writes objects with names of its own."""
+    mix = op.mix
+    return ChurnSpec(
+        clusters=op.clusters,
+        kinds=op.kinds,
+        mix=ChurnMix(mix.create, mix.spec_update, mix.status_update, mix.label_flip, mix.delete),
+        objects=op.objects,
+        rate=op.rate,
+        duration=op.duration,
+        seed=op.seed,
+        labels=op.labels,
+        name_prefix="churn" if index == 0 else f"churn{index + 1}",
+    )
+
+
+async def execute(ctx: RunContext, record: ChurnRecord) -> None:
+    def executed(item: ExecutedMutation) -> None:
+        record.executed.append(item)
+        ctx.executed(item)
+
+    record.result = await run_churn(
+        record.plan,
+        ctx.session.write,
+        duration=record.spec.duration,
+        clock=ctx.clock,
+        on_executed=executed,
+    )
+
+
+async def run(ctx: RunContext, op: Churn) -> None:
+    spec = churn_spec(op, len(ctx.churns))
+    record = ChurnRecord(spec=spec, plan=make_plan(spec), started_at=ctx.clock())
+    ctx.churns.append(record)
+    if op.background:
+        record.task = spawn(execute(ctx, record), f"churn-{len(ctx.churns)}")
+    else:
+        await execute(ctx, record)

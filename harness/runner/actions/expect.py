@@ -1,0 +1,99 @@
+"""``expect``: poll every entry until all hold or ``within`` has passed; record each entry
+as one expectation (expected vs the last observed state) and fail the step if any did not
+hold.
+
+Polling ends early when every entry holds — after a short grace period if an entry has an
+upper bound (``exactly``, ``atMost``, ``none``, ``truth``), so an event arriving just after
+the first match is still counted — or when every failing entry can no longer change (a
+count already above its upper bound). ``truth`` and ``latency`` first wait for background
+churns to end. The window is then closed: the next ``expect`` of the step counts from now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from harness.runner import evaluate
+from harness.runner.context import RunContext
+from harness.runner.errors import ExpectationFailed
+from harness.runner.evaluate import Check
+from harness.scenario import Expect
+
+POLL_INTERVAL = 0.1
+GRACE = 0.5
+
+
+async def evaluate_all(ctx: RunContext, expect: Expect, since: float) -> list[Check]:
+    checks = [evaluate.events(ctx, e, since) for e in expect.events]
+    if expect.truth is not None:
+        checks.append(evaluate.truth(ctx, expect.truth))
+    checks += [evaluate.reconciles(ctx, r, since) for r in expect.reconciles]
+    checks += [
+        evaluate.rejections(ctx, r, ctx.baselines.get((r.listener, r.reason), 0.0))
+        for r in expect.rejections
+    ]
+    checks += [await evaluate.metric(ctx, m) for m in expect.metrics]
+    if expect.latency is not None:
+        checks.append(evaluate.latency(ctx, expect.latency, since))
+    return checks
+
+
+async def wait_for_churns(ctx: RunContext) -> None:
+    tasks = [c.task for c in ctx.churns if c.task is not None and not c.task.done()]
+    if tasks:
+        await asyncio.wait(tasks)
+
+
+async def poll(ctx: RunContext, expect: Expect, since: float) -> list[Check]:
+    """Evaluate until the expectation settles (see the module doc); the last evaluation."""
+    deadline = time.monotonic() + expect.within
+    held_since: float | None = None
+    while True:
+        checks = await evaluate_all(ctx, expect, since)
+        now = time.monotonic()
+        if now >= deadline:
+            return checks
+        if all(c.ok for c in checks):
+            if not any(c.bounded for c in checks):
+                return checks
+            held_since = now if held_since is None else held_since
+            if now - held_since >= GRACE:
+                return checks
+        else:
+            held_since = None
+            if all(c.ok or c.final for c in checks):
+                return checks
+        await asyncio.sleep(min(POLL_INTERVAL, max(0.0, deadline - now)))
+
+
+async def run(ctx: RunContext, expect: Expect) -> None:
+    if expect.truth is not None or expect.latency is not None:
+        await wait_for_churns(ctx)
+    since = ctx.window_start
+    started = time.monotonic()
+    checks = await poll(ctx, expect, since)
+    duration = time.monotonic() - started
+    failures = []
+    for check in checks:
+        result = ctx.report.expectation(
+            step=ctx.step,
+            kind=check.kind,
+            description=check.description,
+            expected=check.verdict.expected,
+            actual=check.verdict.actual,
+            passed=check.ok,
+            duration=duration,
+        )
+        if not check.ok:
+            failures.append(f"{result.id}: {check.verdict.text}")
+    samples = next((c.latencies for c in checks if c.kind == "truth"), None)
+    if samples is None:
+        samples = next((c.latencies for c in checks if c.kind == "latency"), ())
+    ctx.report.latencies(s * 1000 for s in samples)
+    if expect.truth is not None:
+        for churn in evaluate.churns_for_truth(ctx):
+            churn.verified = True
+    ctx.open_window()
+    if failures:
+        raise ExpectationFailed(failures)

@@ -1,0 +1,123 @@
+"""Running one scenario: environment up, Kymas, steps in order, observations into the
+report, environment down.
+
+The scenario's ``timeout`` bounds its steps (the environment's start and stop have
+deadlines of their own). A failing step ends the scenario: later steps are reported as
+skipped. Background churns still running at the end are cancelled. Before the environment
+goes, the report gets the timeline of received events and reconciles and a metrics
+snapshot; after it is gone, the records of every process it ran (exit codes, log paths).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.aio import stop_tasks
+from harness.environment import EnvironmentSpec
+from harness.report.builder import ScenarioBuilder
+from harness.report.model import ProcessRecordLike, ScenarioReport, Status, TimelineKind
+from harness.runner.context import RunContext
+from harness.runner.errors import UnsupportedScenario
+from harness.runner.session import LiveSession, Session
+from harness.runner.spec import environment_spec
+from harness.runner.steps import OPERATION_ERRORS, run_step
+from harness.scenario import KCP, ResourceRef, Scenario, default_kymas
+from harness.scenario.values import format_duration
+
+OpenSession = Callable[[EnvironmentSpec], AbstractAsyncContextManager[Session]]
+KYMA_RESOURCE = ResourceRef(group="operator.kyma-project.io", version="v1beta2", resource="kymas")
+
+
+@asynccontextmanager
+async def live_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
+    """A real environment (:func:`harness.environment.watcher_environment`)."""
+    from harness.environment import watcher_environment
+
+    async with watcher_environment(spec) as env:
+        yield LiveSession(env)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``log_dir``: process logs go to ``log_dir/<scenario>`` (kept for the report)."""
+
+    log_dir: Path | None = None
+    webhook_env: Mapping[str, str] = field(default_factory=dict)
+    open_session: OpenSession = live_session
+
+
+async def setup_kymas(session: Session, scenario: Scenario) -> None:
+    """Given ``kymas``: exactly those (the environment created the defaults)."""
+    if scenario.kymas is None:
+        return
+    wanted = {(k.cluster, k.key) for k in scenario.kymas}
+    for kyma in default_kymas(scenario.clusters.skrs):
+        if (kyma.cluster, kyma.key) not in wanted:
+            await session.delete(kyma.cluster, KYMA_RESOURCE, kyma.effective_namespace, kyma.name)
+    for kyma in scenario.kymas:
+        await session.apply(kyma.cluster, kyma.to_dict())
+
+
+async def run_steps(ctx: RunContext) -> None:
+    steps = ctx.scenario.steps
+    for index, step in enumerate(steps):
+        if not await run_step(ctx, step):
+            for skipped in steps[index + 1 :]:
+                ctx.report.step(skipped.name, Status.SKIPPED, 0.0, error="an earlier step failed")
+            return
+
+
+async def observe(ctx: RunContext, session: Session) -> None:
+    """Received events, reconciles and a metrics snapshot into the report."""
+    for e in session.events:
+        obj = f"{e.namespace}/{e.kind}/{e.name}" if e.namespace else f"{e.kind}/{e.name}"
+        ctx.report.event(TimelineKind.EVENT, e.manager, obj, e.runtime_id, at=e.received_at)
+    for r in session.reconciles(None, None, ctx.report.started_at):
+        triggers = ",".join(sorted(t.value for t in r.triggers))
+        ctx.report.event(TimelineKind.RECONCILE, KCP, r.kyma, f"{triggers}: {r.outcome}", at=r.at)
+    ctx.report.set_metrics(await session.metrics_snapshot())
+
+
+async def run_scenario(
+    scenario: Scenario, report: ScenarioBuilder, options: RunOptions = RunOptions()
+) -> ScenarioReport:
+    """Run ``scenario``, filling ``report``; the finished scenario report."""
+    log_dir = options.log_dir / scenario.name if options.log_dir else None
+    try:
+        spec = environment_spec(scenario, log_dir=log_dir, webhook_env=options.webhook_env)
+    except UnsupportedScenario as exc:
+        return report.finish(error=str(exc))
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    error: str | None = None
+    processes: list[ProcessRecordLike] = []
+    base_dir = Path(scenario.source).parent if scenario.source else Path(".")
+    try:
+        async with options.open_session(spec) as session:
+            ctx = RunContext(scenario, session, report, base_dir=base_dir, clock=time.time)
+            try:
+                async with asyncio.timeout(scenario.timeout) as scope:
+                    await setup_kymas(session, scenario)
+                    await run_steps(ctx)
+            except TimeoutError:
+                if not scope.expired():
+                    raise
+                error = f"scenario timed out after {format_duration(scenario.timeout)}"
+            finally:
+                await stop_tasks([c.task for c in ctx.churns if c.task is not None])
+                processes = session.processes()
+                await observe(ctx, session)
+    except OPERATION_ERRORS as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    for record in processes:
+        report.process(record)
+    if error is not None:
+        report.finish(Status.ERROR if not report.steps else Status.FAILED, error=error)
+        assert report.report is not None
+        return report.report
+    return report.finish()

@@ -1,0 +1,212 @@
+"""What the runner needs from a running environment, and the adapter to the real one.
+
+Actions talk to a :class:`Session` only, so they can be unit-tested against an in-memory
+stand-in; :class:`LiveSession` wraps a real
+:class:`~harness.environment.WatcherEnvironment`: writes go through the SKR and KCP API
+clients (:mod:`harness.kube`), observations come from its event log, the Lifecycle-Manager
+stand-in and the listeners' metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from harness.churn.model import Mutation
+from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
+from harness.kcp.reconciler import Reconcile
+from harness.kcp.workqueue import Trigger
+from harness.kube import Resource, create, create_or_replace, delete, merge_patch
+from harness.report.model import ProcessRecordLike
+from harness.scenario import KCP, ResourceRef
+
+# Kinds whose plural is not "<kind>s" in lower case, or which are cluster-scoped.
+_PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
+_CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition", "ClusterRole"})
+_KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace",
+          "kymas": "Kyma", "watchers": "Watcher"}  # fmt: skip
+REJECTION_METRICS = (
+    "watcher_listener_verification_failed_total",
+    "watcher_listener_events_rejected_total",
+)
+
+
+def resource_of_object(obj: Mapping[str, Any]) -> Resource:
+    """The API resource of a manifest, from its ``apiVersion`` and ``kind``."""
+    group, _, version = str(obj["apiVersion"]).rpartition("/")
+    kind = str(obj["kind"])
+    lower = kind.lower()
+    plural = _PLURALS.get(kind) or (lower[:-1] + "ies" if lower.endswith("y") else lower + "s")
+    if kind == "Kyma":
+        plural = "kymas"
+    return Resource(group, version, plural, kind, namespaced=kind not in _CLUSTER_SCOPED)
+
+
+def resource_of_ref(ref: ResourceRef) -> Resource:
+    kind = _KINDS.get(ref.resource, "")
+    return Resource(ref.group, ref.version, ref.resource, kind, namespaced=kind != "Namespace")
+
+
+class Session(Protocol):
+    """The environment as the actions see it."""
+
+    @property
+    def events(self) -> Sequence[ObservedEvent]: ...
+
+    def reconciles(
+        self, kyma: str | None, trigger: str | None, since: float
+    ) -> Sequence[Reconcile]: ...
+
+    def rejections(self, listener: str, reason: str) -> float:
+        """Requests ``listener`` refused with ``reason`` so far (counters: only grow)."""
+        ...
+
+    async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float: ...
+
+    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord: ...
+
+    async def set_kcp_fault(
+        self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503
+    ) -> None: ...
+
+    async def clear_kcp_fault(self) -> None: ...
+
+    async def apply_watcher(self, obj: Mapping[str, Any]) -> None: ...
+
+    async def delete_watcher(self, name: str, namespace: str) -> None: ...
+
+    async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any: ...
+
+    async def patch(
+        self,
+        cluster: str,
+        ref: ResourceRef,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        subresource: str = "",
+    ) -> Any: ...
+
+    async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool: ...
+
+    async def write(self, mutation: Mutation) -> Any:
+        """Send one churn mutation to its SKR."""
+        ...
+
+    def processes(self) -> list[ProcessRecordLike]:
+        """Every process run so far (records keep filling in until the process exits)."""
+        ...
+
+    async def metrics_snapshot(self) -> dict[str, float]: ...
+
+
+class LiveSession:
+    """:class:`Session` over a running :class:`WatcherEnvironment`."""
+
+    def __init__(self, env: WatcherEnvironment) -> None:
+        self.env = env
+
+    @property
+    def events(self) -> Sequence[ObservedEvent]:
+        return self.env.events
+
+    def reconciles(
+        self, kyma: str | None, trigger: str | None, since: float
+    ) -> Sequence[Reconcile]:
+        return self.env.klm.reconciles(kyma, Trigger(trigger) if trigger else None, since)
+
+    def rejections(self, listener: str, reason: str) -> float:
+        host = self.env.listeners.get(listener)
+        if host is None:
+            return 0.0
+        return sum(
+            value
+            for name in REJECTION_METRICS
+            for labels, value in host.samples(name).items()
+            if dict(labels).get("reason") == reason
+        )
+
+    async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float:
+        return await self.env.metric(target, name, labels)
+
+    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
+        return await self.env.fault(target, action, **params)
+
+    async def set_kcp_fault(
+        self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503
+    ) -> None:
+        await self.env.set_kcp_fault(
+            delay=delay, abort_percent=abort_percent, abort_status=abort_status
+        )
+
+    async def clear_kcp_fault(self) -> None:
+        await self.env.clear_kcp_fault()
+
+    async def apply_watcher(self, obj: Mapping[str, Any]) -> None:
+        await self.env.apply_watcher(obj)
+
+    async def delete_watcher(self, name: str, namespace: str) -> None:
+        await self.env.delete_watcher(name, namespace)
+
+    def _api(self, cluster: str) -> Any:
+        return self.env.kcp_api if cluster == KCP else self.env.skr_apis[cluster]
+
+    async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any:
+        return await create_or_replace(self._api(cluster), resource_of_object(obj), obj)
+
+    async def patch(
+        self,
+        cluster: str,
+        ref: ResourceRef,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        subresource: str = "",
+    ) -> Any:
+        resource = resource_of_ref(ref)
+        return await merge_patch(
+            self._api(cluster), resource, name, namespace or None, patch, subresource=subresource
+        )
+
+    async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool:
+        return await delete(self._api(cluster), resource_of_ref(ref), name, namespace or None)
+
+    async def write(self, mutation: Mutation) -> Any:
+        kind = mutation.kind
+        resource = Resource(kind.group, kind.version, kind.resource, kind.kind)
+        api = self._api(mutation.cluster)
+        if mutation.operation == "create":
+            return await create(api, resource, mutation.payload() or {})
+        if mutation.operation == "delete":
+            return await delete(api, resource, mutation.name, mutation.namespace)
+        return await merge_patch(
+            api,
+            resource,
+            mutation.name,
+            mutation.namespace,
+            mutation.payload() or {},
+            subresource=mutation.subresource,
+        )
+
+    def processes(self) -> list[ProcessRecordLike]:
+        """Every process the environment ran (every incarnation), with its log."""
+        env = self.env
+        records = list(env.clusters.processes)
+        for name in env.clusters.clusters:
+            control = env.clusters.clusters[name].control
+            if control is not None:
+                records.extend(r for r in control.records if r not in records)
+        records.extend(env.gateway.records)
+        for inst in env.fleet:
+            records.extend(inst.webhook.records)
+        return list(records)
+
+    async def metrics_snapshot(self) -> dict[str, float]:
+        """Every SKR webhook's metrics, prefixed ``webhook/<skr>:``."""
+        out: dict[str, float] = {}
+        for inst in self.env.fleet:
+            if not inst.webhook.running:
+                continue
+            for sample, value in (await inst.metrics()).items():
+                out[f"webhook/{inst.cluster.name}:{sample}"] = value
+        return out

@@ -1,0 +1,83 @@
+"""Running one step like chainsaw: ``try`` in order until the first failure, then ``catch``
+if it failed, then ``finally`` always.
+
+``try`` is bounded by the step's ``timeout``; ``catch`` and ``finally`` each get a fresh
+budget of the same length, so clean-up still runs when ``try`` ran out of time. Each block
+that ran becomes a step report (branch try/catch/finally); the step fails if ``try`` or
+any later block failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+from harness.report.model import Branch, Status, TimelineKind
+from harness.runner.actions import describe, run_operation
+from harness.runner.context import RunContext
+from harness.runner.errors import ExpectationFailed
+from harness.scenario import Step
+from harness.scenario.values import format_duration
+from watcher.errors import WatcherError
+
+OPERATION_ERRORS = (HarnessError, WatcherError, TimeoutError, OSError)
+"""What an operation may raise to fail its step; anything else is a harness bug."""
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    branch: Branch
+    ok: bool
+    error: str | None = None
+
+
+async def run_block(
+    ctx: RunContext, branch: Branch, ops: Sequence[object], budget: float
+) -> BlockResult:
+    """Run ``ops`` in order until one fails; the outcome with a located error line."""
+    index = -1
+    try:
+        async with asyncio.timeout(budget) as scope:
+            for index, op in enumerate(ops):  # noqa: B007 - read after the loop
+                await run_operation(ctx, op)
+    except OPERATION_ERRORS as exc:
+        where = f"{branch.value}[{index}] {describe(ops[index])}" if index >= 0 else branch.value
+        if isinstance(exc, TimeoutError) and scope.expired():
+            message = f"step timed out after {format_duration(budget)}"
+        elif isinstance(exc, ExpectationFailed):
+            message = "expectation failed: " + "; ".join(exc.failures)
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        return BlockResult(branch, False, f"{where}: {message}")
+    return BlockResult(branch, True)
+
+
+async def run_step(ctx: RunContext, step: Step) -> bool:
+    """Run ``step``; True if it passed. Results go to ``ctx.report``."""
+    ctx.step = step.name
+    ctx.open_window()
+    ctx.report.event(TimelineKind.STEP, "runner", step.name, "start")
+    results: list[BlockResult] = []
+    for branch, ops in ((Branch.TRY, step.try_), (Branch.CATCH, step.catch)):
+        if branch is Branch.CATCH and (results[0].ok or not ops):
+            continue
+        started = time.monotonic()
+        result = await run_block(ctx, branch, ops, step.timeout)
+        _report(ctx, step, result, time.monotonic() - started)
+        results.append(result)
+    if step.finally_:
+        started = time.monotonic()
+        result = await run_block(ctx, Branch.FINALLY, step.finally_, step.timeout)
+        _report(ctx, step, result, time.monotonic() - started)
+        results.append(result)
+    ok = results[0].ok and all(r.ok for r in results)
+    ctx.report.event(TimelineKind.STEP, "runner", step.name, "passed" if ok else "failed")
+    return ok
+
+
+def _report(ctx: RunContext, step: Step, result: BlockResult, duration: float) -> None:
+    status = Status.PASSED if result.ok else Status.FAILED
+    ctx.report.step(step.name, status, duration, branch=result.branch, error=result.error)

@@ -1,0 +1,180 @@
+"""Benchmark 6: what the harness costs — time to ready and memory per environment size.
+
+Cluster planes (``LocalBackend``: one etcd + one kube-apiserver per cluster) for KCP + 1,
+3 and 6 SKRs, then the full environment for 3 SKRs (clusters, Envoy gateway, KLM stand-in,
+Watcher controller, one webhook process per SKR, Watchers routed and wired). Idle CPU of
+etcd + 4 API servers is read from ``/proc`` over a short window. The ``make e2e`` wall time
+is not measured here (it would run the whole e2e suite): it comes from ``--e2e-seconds`` or
+the last recorded value in ``docs/benchmarks.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.bench.common import BenchContext, cpu_seconds, rss_mib
+from harness.bench.model import BenchResult, Cell, Table, Target
+from harness.clusters.binaries import ensure_binaries
+from harness.clusters.plane import Environment, LocalBackend
+from harness.environment import EnvironmentSpec, SkrSpec, watcher_environment
+
+DOCS_JSON = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.json"
+IDLE_WINDOW_S = 5.0
+
+
+def _skrs(n: int) -> list[str]:
+    return [f"skr-{i + 1}" for i in range(n)]
+
+
+def _mib(env: Environment) -> dict[str, float]:
+    return {name: round(b / 2**20, 1) for name, b in env.rss_bytes().items()}
+
+
+async def _idle_cpu_percent(env: Environment, window: float) -> float:
+    pids = [r.pid for r in env.processes if r.pid]
+    before = [cpu_seconds(p) or 0.0 for p in pids]
+    await asyncio.sleep(window)  # measuring idle CPU over a fixed window
+    after = [cpu_seconds(p) or 0.0 for p in pids]
+    return round(100 * (sum(after) - sum(before)) / window, 1)
+
+
+async def _plane(backend: LocalBackend, n: int, *, idle: bool) -> dict[str, Any]:
+    started = time.monotonic()
+    async with backend.start(["kcp", *_skrs(n)]) as env:
+        ready = time.monotonic() - started
+        rss = _mib(env)
+        row: dict[str, Any] = {
+            "skrs": n,
+            "ready_s": round(env.startup_seconds, 2),
+            "enter_s": round(ready, 2),
+            "rss_total_mib": round(sum(rss.values()), 1),
+            "rss_mib": rss,
+        }
+        if idle:
+            row["idle_cpu_percent"] = await _idle_cpu_percent(env, IDLE_WINDOW_S)
+    return row
+
+
+async def _environment(n: int, log_dir: Path) -> dict[str, Any]:
+    spec = EnvironmentSpec(
+        skrs=tuple(
+            SkrSpec(name, f"runtime-{name}", f"{name}.kyma.example.com") for name in _skrs(n)
+        ),
+        log_dir=log_dir,
+    )
+    started = time.monotonic()
+    async with watcher_environment(spec) as env:
+        ready = time.monotonic() - started
+        rss = _mib(env.clusters)
+        rss["envoy"] = rss_mib(env.gateway.pid) or 0.0
+        for inst in env.fleet:
+            rss[f"webhook-{inst.cluster.name}"] = rss_mib(inst.pid) or 0.0
+        rss["bench process (KLM, controller, listener)"] = rss_mib(os.getpid()) or 0.0
+    return {
+        "skrs": n,
+        "ready_s": round(ready, 2),
+        "clusters_ready_s": round(env.clusters.startup_seconds, 2),
+        "rss_total_mib": round(sum(rss.values()), 1),
+        "rss_mib": rss,
+    }
+
+
+def _last_e2e() -> tuple[float | None, str]:
+    try:
+        doc = json.loads(DOCS_JSON.read_text())
+    except (OSError, ValueError):
+        return None, ""
+    for bench in doc.get("benchmarks", []):
+        if bench.get("name") == "cost":
+            figures = bench.get("figures", {})
+            if figures.get("make_e2e_seconds"):
+                return float(figures["make_e2e_seconds"]), str(figures.get("make_e2e_source", ""))
+    return None, ""
+
+
+async def run_cost(ctx: BenchContext) -> BenchResult:
+    started = time.monotonic()
+    binaries = await asyncio.to_thread(ensure_binaries)
+    logs = ctx.logs("cost")
+    backend = LocalBackend(binaries, log_dir=logs)
+    await _plane(backend, 1, idle=False)  # warm-up: page cache, binaries, etcd code paths
+    sizes = (1, 3) if ctx.quick else (1, 3, 6)
+    planes = [await _plane(backend, n, idle=n == 3) for n in sizes]
+    full = await _environment(3, ctx.logs("cost-env"))
+    e2e_s: float | None
+    if ctx.e2e_seconds is not None:
+        e2e_s, e2e_source = ctx.e2e_seconds, f"--e2e-seconds on {time.strftime('%Y-%m-%d')}"
+    else:
+        e2e_s, e2e_source = _last_e2e()
+    rows: list[tuple[Cell, ...]] = [
+        (
+            f"KCP + {p['skrs']} SKR{'s' if p['skrs'] > 1 else ''} (LocalBackend)",
+            p["ready_s"],
+            p["rss_total_mib"],
+            p["rss_mib"].get("etcd"),
+            round(max(v for k, v in p["rss_mib"].items() if k != "etcd"), 1),
+        )
+        for p in planes
+    ]
+    rows.append(
+        (
+            "full environment, KCP + 3 SKRs (+ Envoy, webhooks, KLM, Watchers wired)",
+            full["ready_s"],
+            full["rss_total_mib"],
+            full["rss_mib"].get("etcd"),
+            round(max(v for k, v in full["rss_mib"].items() if "apiserver" in k), 1),
+        )
+    )
+    rows.append(
+        (
+            "`make e2e`, whole run (not run by the bench)",
+            e2e_s if e2e_s is not None else "not measured",
+            None,
+            None,
+            None,
+        )
+    )
+    three = next(p for p in planes if p["skrs"] == 3)
+    table = Table(
+        "Time to ready and resident memory",
+        ("environment", "ready s", "RSS total MiB", "etcd MiB", "largest API server MiB"),
+        tuple(rows),
+        note=(
+            "Warm: binaries cached and one KCP + 1 SKR plane started and stopped first. "
+            f"Idle CPU of etcd + 4 API servers over {IDLE_WINDOW_S:g} s: "
+            f"{three['idle_cpu_percent']} % of one core. Full-environment RSS per process: "
+            + ", ".join(f"{k} {v}" for k, v in full["rss_mib"].items())
+            + (f". `make e2e` time from {e2e_source}." if e2e_s is not None else ".")
+        ),
+    )
+    return BenchResult(
+        name="cost",
+        title="6. Harness cost",
+        seconds=time.monotonic() - started,
+        description=(
+            "Real processes on this machine: one shared etcd, one kube-apiserver per cluster; "
+            "the full environment adds Envoy, one webhook process per SKR and the KCP "
+            "stand-ins (in the bench process)."
+        ),
+        tables=(table,),
+        targets=(
+            Target(
+                "KCP + 3 SKRs ready (warm)",
+                "≤ 30 s",
+                f"{three['ready_s']} s (full environment {full['ready_s']} s)",
+                three["ready_s"] <= 30,
+            ),
+        ),
+        figures={
+            "planes": planes,
+            "environment": full,
+            "make_e2e_seconds": e2e_s,
+            "make_e2e_source": e2e_source,
+            "idle_window_s": IDLE_WINDOW_S,
+        },
+    )

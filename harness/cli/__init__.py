@@ -1,7 +1,8 @@
 """``watcher-harness``: the harness's command line.
 
-``up`` keeps an environment running for manual exploration; ``validate`` checks scenario
-files; ``list`` shows the scenarios. One module per command group.
+``run`` runs scenarios and writes reports; ``up`` keeps an environment running for manual
+exploration; ``validate`` checks scenario files; ``list`` shows the scenarios. One module
+per command group.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from harness.cli import scenarios, up
+from harness.cli import run, scenarios, up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     up.register(sub)
     scenarios.register(sub)
+    run.register(sub)
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     return func(args)

@@ -1,0 +1,130 @@
+"""``watcher-harness run FILE|DIR... [--junit FILE] [--report-dir DIR] [--keep-going]``.
+
+Validates every file first (an invalid file never starts a cluster: one located line per
+problem, exit 2), then runs the scenarios one after the other with a progress display
+(quiet when stdout is not a terminal), prints a summary table and where the reports are.
+Exit 0 only if every scenario passed, i.e. every expectation held; 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli.scenarios import EXIT_INVALID, _load
+from harness.report import RunReport, ScenarioReport, Status
+
+EXIT_FAILED = 1
+_STYLE = {
+    Status.PASSED: "green",
+    Status.FAILED: "red",
+    Status.ERROR: "red bold",
+    Status.SKIPPED: "yellow",
+}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("run", help="run scenarios; exit 0 only if every expectation held")
+    p.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="JUnit XML, one case per check")
+    p.add_argument(
+        "--report-dir", type=Path, metavar="DIR", help="index.html, report.json and process logs"
+    )
+    p.add_argument(
+        "--keep-going", action="store_true", help="run the remaining scenarios after a failure"
+    )
+    p.set_defaults(func=run)
+
+
+def summary_table(report: RunReport) -> Table:
+    table = Table(title=f"run {report.run_id}", title_justify="left")
+    for column in ("scenario", "status", "expectations", "duration"):
+        table.add_column(column, justify="right" if column == "duration" else "left")
+    for s in report.scenarios:
+        style = _STYLE[s.status]
+        table.add_row(
+            s.name,
+            f"[{style}]{s.status.value}[/]",
+            f"{s.expectations_passed}/{len(s.expectations)}",
+            f"{s.duration:.1f} s",
+        )
+    return table
+
+
+def failure_lines(scenario: ScenarioReport) -> list[str]:
+    """What a person reads first: the scenario error, failed steps, failed expectations."""
+    lines = [f"error: {scenario.error}"] if scenario.error else []
+    lines += [
+        f"step {s.name} ({s.branch.value}): {s.error}"
+        for s in scenario.steps
+        if s.status is Status.FAILED and s.error
+    ]
+    lines += [
+        f"{e.id}: expected {e.expected}, got {e.actual}"
+        for e in scenario.expectations
+        if not e.passed
+    ]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded, problems = _load(args.paths)
+    if problems:
+        for line in problems:
+            print(line, file=sys.stderr)
+        return EXIT_INVALID
+    from harness.runner import run_all  # the environment is imported only to run
+
+    console = Console()
+    quiet = not console.is_terminal
+    scenarios = [s for _, s in loaded]
+    total = len(scenarios)
+    status = console.status("starting") if not quiet else None
+    position = 0
+
+    def on_start(scenario: object) -> None:
+        nonlocal position
+        position += 1
+        if status is not None:
+            status.update(f"[{position}/{total}] running {getattr(scenario, 'name', '')}")
+
+    def on_done(result: ScenarioReport) -> None:
+        if quiet:
+            return
+        style = _STYLE[result.status]
+        console.print(
+            f"[{style}]{result.status.value:7}[/] {result.name} "
+            f"({result.expectations_passed}/{len(result.expectations)} expectations, "
+            f"{result.duration:.1f} s)"
+        )
+        for line in failure_lines(result):
+            console.print(f"    {line}", markup=False, highlight=False)
+
+    coro = run_all(
+        scenarios,
+        report_dir=args.report_dir,
+        junit=args.junit,
+        keep_going=args.keep_going,
+        on_start=on_start,
+        on_done=on_done,
+    )
+    if status is not None:
+        with status:
+            result = asyncio.run(coro)
+    else:
+        result = asyncio.run(coro)
+    report = result.report
+    console.print(summary_table(report))
+    if quiet:
+        for s in report.scenarios:
+            for line in failure_lines(s):
+                print(f"{s.name}: {line}")
+    for label, path in (("HTML report", result.written.html), ("JUnit", result.written.junit)):
+        if path is not None:
+            print(f"{label}: {path}")
+    return 0 if report.ok and len(report.scenarios) == total else EXIT_FAILED

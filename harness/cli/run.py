@@ -18,6 +18,7 @@ from rich.table import Table
 
 from harness.cli.scenarios import EXIT_INVALID, _load
 from harness.report import RunReport, ScenarioReport, Status
+from harness.runner.summary import failure_lines
 
 EXIT_FAILED = 1
 _STYLE = {
@@ -54,22 +55,6 @@ def summary_table(report: RunReport) -> Table:
             f"{s.duration:.1f} s",
         )
     return table
-
-
-def failure_lines(scenario: ScenarioReport) -> list[str]:
-    """What a person reads first: the scenario error, failed steps, failed expectations."""
-    lines = [f"error: {scenario.error}"] if scenario.error else []
-    lines += [
-        f"step {s.name} ({s.branch.value}): {s.error}"
-        for s in scenario.steps
-        if s.status is Status.FAILED and s.error
-    ]
-    lines += [
-        f"{e.id}: expected {e.expected}, got {e.actual}"
-        for e in scenario.expectations
-        if not e.passed
-    ]
-    return lines
 
 
 def run(args: argparse.Namespace) -> int:

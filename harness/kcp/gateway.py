@@ -24,7 +24,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -40,8 +39,15 @@ import aiohttp
 
 from harness.clusters.ports import LOOPBACK, address_in_use, free_port
 from harness.clusters.process import NotReady, OwnedProcess, ProcessRecord
-from harness.errors import HarnessError, ProcessError
+from harness.errors import ProcessError
 from harness.kcp.envoy_admin import EnvoyAdmin
+from harness.kcp.gateway_errors import (
+    GatewayConfigError,
+    GatewayError,
+    GatewayUpdateRejected,
+    GatewayUpdateTimeout,
+)
+from harness.kcp.xds_files import XdsFiles, exact
 from watcher.pki import write_atomic
 from watcher.render.envoy import (
     ClusterSettings,
@@ -52,33 +58,10 @@ from watcher.render.envoy import (
     XdsLayout,
     render_bootstrap,
     render_envoy,
-    update_sequence,
 )
 from watcher.render.errors import RenderError
 
 PORT_ATTEMPTS = 3
-_POLL = 0.005  # s between admin polls while confirming a swap (Envoy applies in 2-10 ms)
-
-
-class GatewayError(HarnessError, RuntimeError):
-    """The KCP gateway could not be started, configured or observed."""
-
-
-class GatewayConfigError(GatewayError, ValueError):
-    """The VirtualServices cannot be turned into Envoy configuration (nothing was written)."""
-
-
-class GatewayUpdateRejected(GatewayError):
-    """Envoy rejected a configuration file; the previous configuration keeps serving."""
-
-
-class GatewayUpdateTimeout(GatewayError, TimeoutError):
-    """Envoy did not report the new configuration version before the deadline."""
-
-
-def _exact(stat: str) -> str:
-    """A stat name as a regex matching only itself (Envoy's admin filter is RE2)."""
-    return re.escape(stat)
 
 
 class _PortTaken(GatewayError):
@@ -110,14 +93,6 @@ class GatewayCounters:
     downstream_rq_4xx: int
     downstream_rq_5xx: int
     upstream_rq_2xx: Mapping[str, int] = field(default_factory=dict)  # cluster → count
-
-
-@dataclass(frozen=True)
-class _Xds:
-    """Admin stat names that tell whether one xDS file was applied or rejected."""
-
-    version: str
-    rejected: tuple[str, ...]
 
 
 class EnvoyGateway:
@@ -161,6 +136,7 @@ class EnvoyGateway:
         self._apply_timeout = apply_timeout
         self._stop_timeout = stop_timeout
         self._lock = asyncio.Lock()
+        self._xds_files: XdsFiles | None = None
         self._tmp: Path | None = None
         self._session: aiohttp.ClientSession | None = None
         self._process: OwnedProcess | None = None
@@ -170,7 +146,6 @@ class EnvoyGateway:
         self._resolver: dict[str, tuple[str, int]] = {}
         self._fault: FaultInjection | None = None
         self._applied: EnvoyConfig | None = None
-        self._on_disk: dict[str, str] = {}  # file name → version_info written
         self._tls_generation = 0
         self.records: list[ProcessRecord] = []
         """One record per Envoy run (restarts included), oldest first."""
@@ -235,10 +210,24 @@ class EnvoyGateway:
             raise GatewayError(f"{self.name} has not been started")
         return EnvoyAdmin(self._session, self.admin_url)
 
+    @property
+    def _xds(self) -> XdsFiles:
+        if self._xds_files is None:
+            raise GatewayError(f"{self.name} has not been started")
+        return self._xds_files
+
     # -- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self._xds_files = XdsFiles(
+            name=self.name,
+            layout=self._layout(),
+            listener=self._gateway_listener,
+            admin=lambda: self.admin,
+            timeout=self._apply_timeout,
+            error=self._error,
+        )
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
         try:
             await self._first_start()
@@ -293,7 +282,7 @@ class EnvoyGateway:
         Path(layout.directory).mkdir(parents=True, exist_ok=True)
         config = self._render(self._virtual_services, self._resolver, self._fault)
         for file, content in config.files().items():
-            self._write(file, content)
+            self._xds.write(file, content)
         self._applied = config
         bootstrap = render_bootstrap(layout, admin_port=self._admin_port, node_id=self.name)
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())
@@ -470,24 +459,14 @@ class EnvoyGateway:
 
     async def _apply(self, config: EnvoyConfig) -> EnvoyConfig:
         previous = self._applied
-        if not self.running:  # Envoy reads the files when it starts
-            for file, content in update_sequence(previous, config):
-                self._write(file, content)
+        if not self.running:
+            self._xds.write_unconfirmed(previous, config)
             self._applied = config
             return config
         started = time.perf_counter()
         try:
-            for file, content in update_sequence(previous, config):
-                baseline = await self._rejections(file)
-                self._write(file, content)
-                await self._confirm(file, content["version_info"], baseline)
-        except GatewayError:
-            if previous is not None:
-                self._roll_back(previous)
-            raise
+            await self._xds.swap(previous, config)
         except (aiohttp.ClientError, OSError) as exc:
-            if previous is not None:
-                self._roll_back(previous)
             raise self._error(
                 GatewayError,
                 f"{self.name}: admin endpoint {self.admin_url} failed during an update "
@@ -496,61 +475,6 @@ class EnvoyGateway:
         self.last_apply_seconds = time.perf_counter() - started
         self._applied = config
         return config
-
-    def _write(self, file: str, content: Mapping[str, Any]) -> None:
-        path = Path(self._layout().path(file))
-        write_atomic(path, json.dumps(content).encode(), mode=0o644)
-        self._on_disk[file] = str(content["version_info"])
-
-    def _xds(self, file: str) -> _Xds:
-        layout, listener = self._layout(), self._gateway_listener()
-        if file == layout.lds_file:
-            prefix = "listener_manager.lds."
-        elif file == layout.cds_file:
-            prefix = "cluster_manager.cds."
-        else:
-            prefix = f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
-        return _Xds(prefix + "version_text", (prefix + "update_rejected",))
-
-    async def _rejections(self, file: str) -> int:
-        names = self._xds(file).rejected
-        stats = await self.admin.stats("^(" + "|".join(_exact(n) for n in names) + ")$")
-        return sum(stats.get(name, 0) for name in names)
-
-    async def _confirm(self, file: str, version: str, baseline: int) -> None:
-        xds = self._xds(file)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._apply_timeout
-        seen: str | None = None
-        while True:
-            readouts = await self.admin.text_readouts(f"^{_exact(xds.version)}$")
-            seen = readouts.get(xds.version)
-            if seen == version:
-                return
-            if await self._rejections(file) > baseline:
-                raise self._error(
-                    GatewayUpdateRejected,
-                    f"{self.name}: Envoy rejected {file} version {version}; "
-                    f"still serving version {seen}",
-                )
-            if loop.time() >= deadline:
-                raise self._error(
-                    GatewayUpdateTimeout,
-                    f"{self.name}: {file} version {version} not applied after "
-                    f"{self._apply_timeout:.1f} s ({xds.version} is {seen!r})",
-                )
-            await asyncio.sleep(_POLL)  # polling a condition until the deadline
-
-    def _roll_back(self, previous: EnvoyConfig) -> None:
-        """Put the files of the confirmed config back, so a restart serves it too."""
-        for file in (previous.layout.rds_file, previous.layout.lds_file):
-            content = previous.files()[file]
-            if self._on_disk.get(file) != content["version_info"]:
-                self._write(file, content)
-        cds = previous.cds()
-        if self._on_disk.get(previous.layout.cds_file) != cds["version_info"]:
-            # Clusters a half-applied update added go last, after routes no longer name them.
-            self._write(previous.layout.cds_file, cds)
 
     def _error(self, kind: type[GatewayError], headline: str) -> GatewayError:
         tail = self._process.log_tail(10) if self._process is not None else ""
@@ -585,5 +509,16 @@ class EnvoyGateway:
 
     async def route_version(self) -> str | None:
         """The RDS ``version_text`` Envoy currently serves."""
-        name = self._xds(self._layout().rds_file).version
-        return (await self.admin.text_readouts(f"^{_exact(name)}$")).get(name)
+        name = self._xds.version_stat(self._layout().rds_file)
+        return (await self.admin.text_readouts(f"^{exact(name)}$")).get(name)
+
+
+__all__ = [
+    "EnvoyGateway",
+    "GatewayConfigError",
+    "GatewayCounters",
+    "GatewayError",
+    "GatewayUpdateRejected",
+    "GatewayUpdateTimeout",
+    "default_envoy",
+]

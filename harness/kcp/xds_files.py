@@ -1,0 +1,138 @@
+"""Envoy's file-based xDS: write by rename, confirm on the admin endpoint, roll back.
+
+Envoy notices a change only when a file is renamed into its watched directory, and says
+whether it took it only through admin stats (``version_text``, ``update_rejected``).
+:class:`XdsFiles` turns that into one call: :meth:`XdsFiles.swap` writes the files of a
+new configuration in the order ``update_sequence`` gives, confirms each one before the
+next, and on any failure puts back the files of the last confirmed configuration (so a
+restart serves it too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.kcp.envoy_admin import EnvoyAdmin
+from harness.kcp.gateway_errors import GatewayError, GatewayUpdateRejected, GatewayUpdateTimeout
+from watcher.pki import write_atomic
+from watcher.render.envoy import EnvoyConfig, GatewayListener, XdsLayout, update_sequence
+
+_POLL = 0.005  # s between admin polls while confirming a swap (Envoy applies in 2-10 ms)
+
+ErrorFactory = Callable[[type[GatewayError], str], GatewayError]
+"""Builds the error to raise, e.g. with the tail of Envoy's log appended."""
+
+
+def exact(stat: str) -> str:
+    """A stat name as a regex matching only itself (Envoy's admin filter is RE2)."""
+    return re.escape(stat)
+
+
+@dataclass(frozen=True)
+class _Xds:
+    """Admin stat names that tell whether one xDS file was applied or rejected."""
+
+    version: str
+    rejected: tuple[str, ...]
+
+
+class XdsFiles:
+    """The xDS files of one gateway and what Envoy confirmed of them."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        layout: XdsLayout,
+        listener: Callable[[], GatewayListener],
+        admin: Callable[[], EnvoyAdmin],
+        timeout: float,
+        error: ErrorFactory,
+    ) -> None:
+        self.name = name
+        self.layout = layout
+        self._listener = listener
+        self._admin = admin
+        self._timeout = timeout
+        self._error = error
+        self._on_disk: dict[str, str] = {}  # file name → version_info written
+
+    def write(self, file: str, content: Mapping[str, Any]) -> None:
+        write_atomic(Path(self.layout.path(file)), json.dumps(content).encode(), mode=0o644)
+        self._on_disk[file] = str(content["version_info"])
+
+    def write_unconfirmed(self, previous: EnvoyConfig | None, config: EnvoyConfig) -> None:
+        """Envoy is not running: it reads the files when it starts."""
+        for file, content in update_sequence(previous, config):
+            self.write(file, content)
+
+    async def swap(self, previous: EnvoyConfig | None, config: EnvoyConfig) -> None:
+        """Write and confirm every changed file; roll back to ``previous`` on failure."""
+        try:
+            for file, content in update_sequence(previous, config):
+                baseline = await self._rejections(file)
+                self.write(file, content)
+                await self._confirm(file, content["version_info"], baseline)
+        except GatewayError:
+            if previous is not None:
+                self._roll_back(previous)
+            raise
+
+    def version_stat(self, file: str) -> str:
+        return self._xds(file).version
+
+    def _xds(self, file: str) -> _Xds:
+        if file == self.layout.lds_file:
+            prefix = "listener_manager.lds."
+        elif file == self.layout.cds_file:
+            prefix = "cluster_manager.cds."
+        else:
+            listener = self._listener()
+            prefix = f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
+        return _Xds(prefix + "version_text", (prefix + "update_rejected",))
+
+    async def _rejections(self, file: str) -> int:
+        names = self._xds(file).rejected
+        stats = await self._admin().stats("^(" + "|".join(exact(n) for n in names) + ")$")
+        return sum(stats.get(name, 0) for name in names)
+
+    async def _confirm(self, file: str, version: str, baseline: int) -> None:
+        xds = self._xds(file)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        seen: str | None = None
+        while True:
+            readouts = await self._admin().text_readouts(f"^{exact(xds.version)}$")
+            seen = readouts.get(xds.version)
+            if seen == version:
+                return
+            if await self._rejections(file) > baseline:
+                raise self._error(
+                    GatewayUpdateRejected,
+                    f"{self.name}: Envoy rejected {file} version {version}; "
+                    f"still serving version {seen}",
+                )
+            if loop.time() >= deadline:
+                raise self._error(
+                    GatewayUpdateTimeout,
+                    f"{self.name}: {file} version {version} not applied after "
+                    f"{self._timeout:.1f} s ({xds.version} is {seen!r})",
+                )
+            await asyncio.sleep(_POLL)  # polling a condition until the deadline
+
+    def _roll_back(self, previous: EnvoyConfig) -> None:
+        """Put the files of the confirmed config back, so a restart serves it too."""
+        for file in (previous.layout.rds_file, previous.layout.lds_file):
+            content = previous.files()[file]
+            if self._on_disk.get(file) != content["version_info"]:
+                self.write(file, content)
+        cds = previous.cds()
+        if self._on_disk.get(previous.layout.cds_file) != cds["version_info"]:
+            # Clusters a half-applied update added go last, after routes no longer name them.
+            self.write(previous.layout.cds_file, cds)

@@ -115,6 +115,15 @@ async def kcp_and_webhook(
     files: Files, logs: Path, *, mode: str, delay: float
 ) -> AsyncIterator[tuple[str, str]]:
     """Start the KCP stub and the webhook; yield the webhook URL and the KCP metrics URL."""
+    async with kcp_and_webhook_processes(files, logs, mode=mode, delay=delay) as (url, m, _):
+        yield url, m
+
+
+@asynccontextmanager
+async def kcp_and_webhook_processes(
+    files: Files, logs: Path, *, mode: str, delay: float, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, str, OwnedProcess]]:
+    """Like :func:`kcp_and_webhook`, also yielding the webhook's process (pid, CPU)."""
     kcp_port, hook_port, metrics_port = free_port(), free_port(), free_port()
     client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
     client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
@@ -156,8 +165,9 @@ async def kcp_and_webhook(
             "KCP_CONTRACT": "v2",
             "WATCHER_DELIVERY_MODE": mode,
             "WATCHER_LOG_LEVEL": "WARNING",
+            **(extra_env or {}),
         }
-        await stack.enter_async_context(
+        webhook = await stack.enter_async_context(
             OwnedProcess(
                 "webhook",
                 [str(BIN / "watcher-webhook")],
@@ -168,7 +178,7 @@ async def kcp_and_webhook(
                 ),
             )
         )
-        yield f"https://127.0.0.1:{hook_port}/validate/lifecycle-manager", kcp_metrics
+        yield f"https://127.0.0.1:{hook_port}/validate/lifecycle-manager", kcp_metrics, webhook
 
 
 async def measure_latency(

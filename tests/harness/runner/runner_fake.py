@@ -1,0 +1,147 @@
+"""An in-memory stand-in for the runner's Session: just what the actions use.
+
+Writes land in ``objects`` and ``calls``; ``on_write`` lets a test play the webhook (append
+events); counters and metrics are plain dicts. The real environment is covered by e2e.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.churn.model import Mutation
+from harness.environment import EnvironmentSpec, FaultRecord, ObservedEvent
+from harness.kcp.reconciler import Outcome, Reconcile
+from harness.kcp.workqueue import Trigger
+from harness.kube import KubeError
+from harness.scenario import ResourceRef
+
+FAIL_NAME = "fail"
+"""Writing an object with this name raises, as a refused API call would."""
+
+
+@dataclass
+class FakeRecord:
+    name: str
+    pid: int | None
+    argv: tuple[str, ...]
+    exit_code: int | None
+    log_path: Path
+
+
+@dataclass
+class FakeSession:
+    spec: EnvironmentSpec | None = None
+    events: list[ObservedEvent] = field(default_factory=list)
+    reconcile_log: list[Reconcile] = field(default_factory=list)
+    rejected: dict[tuple[str, str], float] = field(default_factory=dict)
+    metrics: dict[tuple[str, str], float] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    on_write: Callable[[str, str, str, float], None] | None = None
+    mutations: list[Mutation] = field(default_factory=list)
+
+    # -- observation ---------------------------------------------------------------
+    def reconciles(
+        self, kyma: str | None, trigger: str | None, since: float
+    ) -> Sequence[Reconcile]:
+        return [
+            r
+            for r in self.reconcile_log
+            if (kyma is None or r.kyma == kyma)
+            and (trigger is None or Trigger(trigger) in r.triggers)
+            and r.at >= since
+        ]
+
+    def rejections(self, listener: str, reason: str) -> float:
+        return self.rejected.get((listener, reason), 0.0)
+
+    async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float:
+        return self.metrics.get((target, name), 0.0)
+
+    async def metrics_snapshot(self) -> dict[str, float]:
+        return {f"{t}:{n}": v for (t, n), v in self.metrics.items()}
+
+    def processes(self) -> list[FakeRecord]:
+        return [FakeRecord("fake-apiserver", 1, ("fake",), 0, Path("/nonexistent/fake.log"))]
+
+    # -- changes -------------------------------------------------------------------
+    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
+        self.calls.append(f"fault {target} {action} {sorted(params.items())}")
+        now = time.time()
+        return FaultRecord(now, target, action, now, "done")
+
+    async def set_kcp_fault(
+        self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503
+    ) -> None:
+        self.calls.append(f"kcp delay={delay} abort={abort_percent} status={abort_status}")
+
+    async def clear_kcp_fault(self) -> None:
+        self.calls.append("kcp clear")
+
+    async def apply_watcher(self, obj: Mapping[str, Any]) -> None:
+        self.calls.append(f"watcher apply {obj['metadata']['name']}")
+
+    async def delete_watcher(self, name: str, namespace: str) -> None:
+        self.calls.append(f"watcher delete {namespace}/{name}")
+
+    def _wrote(self, op: str, cluster: str, namespace: str, name: str) -> None:
+        self.calls.append(f"{op} {cluster} {namespace}/{name}")
+        if name == FAIL_NAME:
+            raise KubeError(f"{op} {namespace}/{name} refused", status=422)
+        if self.on_write is not None:
+            self.on_write(cluster, namespace, name, time.time())
+
+    async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any:
+        meta = obj["metadata"]
+        self._wrote("apply", cluster, meta.get("namespace", ""), meta["name"])
+        self.objects[(cluster, obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
+        return obj
+
+    async def patch(
+        self,
+        cluster: str,
+        ref: ResourceRef,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        subresource: str = "",
+    ) -> Any:
+        self._wrote("patch", cluster, namespace, name)
+        return {}
+
+    async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool:
+        self._wrote("delete", cluster, namespace, name)
+        return True
+
+    async def write(self, mutation: Mutation) -> Any:
+        self.mutations.append(mutation)
+        return None
+
+
+def event(
+    manager: str, runtime_id: str, namespace: str, name: str, kind: str = "Kyma", at: float = 0.0
+) -> ObservedEvent:
+    group = "operator.kyma-project.io" if kind == "Kyma" else ""
+    version = "v1beta2" if kind == "Kyma" else "v1"
+    return ObservedEvent(
+        manager, runtime_id, namespace, name, group, version, kind, at or time.time()
+    )
+
+
+def reconcile(kyma: str, trigger: Trigger, at: float | None = None) -> Reconcile:
+    at = time.time() if at is None else at
+    return Reconcile(at, kyma, frozenset({trigger}), at, 0.0, Outcome.SUCCESS)
+
+
+def opener(session: FakeSession) -> Callable[[EnvironmentSpec], Any]:
+    @asynccontextmanager
+    async def open_session(spec: EnvironmentSpec) -> AsyncIterator[FakeSession]:
+        session.spec = spec
+        yield session
+
+    return open_session

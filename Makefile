@@ -8,11 +8,11 @@ STAMP  := $(VENV)/.installed
 XDIST  ?= auto
 REPORT_DIR ?= reports
 
-.PHONY: setup lint test e2e e2e-tests binaries bench up clean help
+.PHONY: setup lint test e2e e2e-tests e2e-scenarios binaries bench up clean help
 
 help:
 	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
-	@echo "make e2e       main job: build binaries, start clusters + gateway, run scenarios, report"
+	@echo "make e2e       main job: binaries, e2e tests, the scenario library (HTML report)"
 	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
 	@echo "make bench     loopback benchmark; writes docs/benchmarks-loopback.md"
 	@echo "make up        keep KCP + 2 SKRs + gateway + watcher running (Ctrl-C stops)"
@@ -41,8 +41,18 @@ e2e-tests: binaries
 	@mkdir -p $(REPORT_DIR)
 	$(VENV)/bin/pytest -n $(XDIST) -q -m e2e --junitxml=$(REPORT_DIR)/e2e-junit.xml
 
-e2e: e2e-tests
-	@echo "e2e: all flows passed; JUnit report in $(REPORT_DIR)/e2e-junit.xml"
+# The scenario library: each scenario file is a pytest item (harness/runner/pytest_plugin.py);
+# two at a time on two cores. HTML + JSON report and process logs in $(REPORT_DIR)/scenarios.
+e2e-scenarios: binaries
+	@mkdir -p $(REPORT_DIR)
+	$(VENV)/bin/pytest -n 2 -q -m e2e scenarios/ --junitxml=$(REPORT_DIR)/scenarios-junit.xml \
+		--scenario-report-dir=$(REPORT_DIR)/scenarios \
+		|| { echo "e2e: scenarios FAILED; report: $(REPORT_DIR)/scenarios/index.html"; exit 1; }
+
+e2e: e2e-tests e2e-scenarios
+	@echo "e2e: all flows and scenarios passed"
+	@echo "  report: $(REPORT_DIR)/scenarios/index.html"
+	@echo "  JUnit:  $(REPORT_DIR)/e2e-junit.xml, $(REPORT_DIR)/scenarios-junit.xml"
 
 bench: setup
 	$(PY) -m harness.bench.loopback

@@ -14,7 +14,7 @@ help:
 	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
 	@echo "make e2e       main job: binaries, e2e tests, the scenario library (HTML report)"
 	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
-	@echo "make bench     loopback benchmark; writes docs/benchmarks-loopback.md"
+	@echo "make bench     benchmark suite (<= 20 min); writes docs/benchmarks.md/.json + plots"
 	@echo "make up        keep KCP + 2 SKRs + gateway + watcher running (Ctrl-C stops)"
 
 $(STAMP): pyproject.toml
@@ -54,8 +54,10 @@ e2e: e2e-tests e2e-scenarios
 	@echo "  report: $(REPORT_DIR)/scenarios/index.html"
 	@echo "  JUnit:  $(REPORT_DIR)/e2e-junit.xml, $(REPORT_DIR)/scenarios-junit.xml"
 
-bench: setup
-	$(PY) -m harness.bench.loopback
+BENCH_ARGS ?=
+
+bench: binaries
+	$(PY) -m harness.bench $(BENCH_ARGS)
 
 up: binaries
 	$(VENV)/bin/watcher-harness up

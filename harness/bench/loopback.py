@@ -121,9 +121,16 @@ async def kcp_and_webhook(
 
 @asynccontextmanager
 async def kcp_and_webhook_processes(
-    files: Files, logs: Path, *, mode: str, delay: float, extra_env: dict[str, str] | None = None
+    files: Files,
+    logs: Path,
+    *,
+    mode: str,
+    delay: float,
+    extra_env: dict[str, str] | None = None,
+    webhook_argv: list[str] | None = None,
 ) -> AsyncIterator[tuple[str, str, OwnedProcess]]:
-    """Like :func:`kcp_and_webhook`, also yielding the webhook's process (pid, CPU)."""
+    """Like :func:`kcp_and_webhook`, also yielding the webhook's process (pid, CPU);
+    ``webhook_argv`` replaces the ``watcher-webhook`` command (e.g. to profile it)."""
     kcp_port, hook_port, metrics_port = free_port(), free_port(), free_port()
     client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
     client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
@@ -170,7 +177,7 @@ async def kcp_and_webhook_processes(
         webhook = await stack.enter_async_context(
             OwnedProcess(
                 "webhook",
-                [str(BIN / "watcher-webhook")],
+                webhook_argv or [str(BIN / "watcher-webhook")],
                 env=env,
                 log_path=logs / f"webhook-{mode}-{delay}.log",
                 probe=http_probe(

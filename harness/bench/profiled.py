@@ -1,0 +1,74 @@
+"""Run a console entry point under cProfile: ``python -m harness.bench.profiled OUT MOD:FUNC
+[ARGS ...]``; the statistics are written to ``OUT`` when the program ends (SIGTERM included,
+since the product's servers stop cleanly on it). :func:`top_functions` summarises them.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import importlib
+import pstats
+import sys
+from pathlib import Path
+
+_IO = ("socket", "_ssl", "select.epoll", "SSLObject", "SSLSocket")
+
+
+def _package(file: str, name: str) -> str:
+    """Where a profiled function lives: a package, a stdlib module, or socket/TLS I/O."""
+    if file == "~":
+        return "socket + TLS I/O (C)" if any(k in name for k in _IO) else "builtins (C)"
+    parts = Path(file).parts
+    if "site-packages" in parts:
+        return parts[parts.index("site-packages") + 1].removesuffix(".py")
+    for root in ("watcher", "harness"):
+        if root in parts:
+            return root
+    for i, part in enumerate(parts):
+        if part.startswith("python3") and i + 1 < len(parts):
+            return parts[i + 1].removesuffix(".py") + " (stdlib)"
+    return "other"
+
+
+def by_package(path: Path, limit: int = 8) -> list[tuple[str, float, float]]:
+    """[(package, own seconds, share of total)] descending: where the CPU time went."""
+    stats = pstats.Stats(str(path))
+    totals: dict[str, float] = {}
+    for (file, _, name), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        key = _package(file, name)
+        totals[key] = totals.get(key, 0.0) + tottime
+    total = sum(totals.values()) or 1.0
+    ordered = sorted(totals.items(), key=lambda kv: kv[1], reverse=True)[:limit]
+    return [(name, own, own / total) for name, own in ordered]
+
+
+def top_functions(path: Path, limit: int = 8) -> tuple[float, list[tuple[str, float, float]]]:
+    """(total seconds, [(function, own seconds, share of total)]) by own time, descending."""
+    stats = pstats.Stats(str(path))
+    rows = []
+    total = 0.0
+    for (file, line, name), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        total += tottime
+        short = "/".join(Path(file).parts[-2:]) if file != "~" else ""
+        rows.append((f"{short}:{line}({name})" if short else name, tottime))
+    rows.sort(key=lambda r: r[1], reverse=True)
+    return total, [(name, own, own / total if total else 0.0) for name, own in rows[:limit]]
+
+
+def main() -> int:
+    out, target, *args = sys.argv[1:]
+    module, _, func = target.partition(":")
+    entry = getattr(importlib.import_module(module), func)
+    sys.argv = [target, *args]
+    profiler = cProfile.Profile()
+    try:
+        profiler.runcall(entry)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 0
+    finally:
+        profiler.dump_stats(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

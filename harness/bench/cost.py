@@ -133,7 +133,7 @@ async def run_cost(ctx: BenchContext) -> BenchResult:
     rows.append(
         (
             "`make e2e`, whole run (not run by the bench)",
-            e2e_s if e2e_s is not None else "not measured",
+            e2e_s if e2e_s is not None else "not measured (README: about 2-3 min warm)",
             None,
             None,
             None,

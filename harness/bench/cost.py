@@ -74,7 +74,9 @@ async def _environment(n: int, log_dir: Path) -> dict[str, Any]:
         rss["envoy"] = rss_mib(env.gateway.pid) or 0.0
         for inst in env.fleet:
             rss[f"webhook-{inst.cluster.name}"] = rss_mib(inst.pid) or 0.0
-        rss["bench process (KLM, controller, listener)"] = rss_mib(os.getpid()) or 0.0
+        rss["bench process (KLM, controller, listener + the suite itself)"] = (
+            rss_mib(os.getpid()) or 0.0
+        )
     return {
         "skrs": n,
         "ready_s": round(ready, 2),

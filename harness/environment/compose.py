@@ -12,8 +12,10 @@ configuration at once → Kymas → the spec's Watchers (routes and wiring await
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -43,6 +45,9 @@ from watcher import pki
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import TlsFiles
 from watcher.render.virtualservice import gateway_dict
+from watcher.render.watcher_cr import Watcher
+
+logger = logging.getLogger("harness.environment")
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
 
@@ -81,6 +86,40 @@ async def _create_kymas(env: WatcherEnvironment) -> None:
                 "spec": {"channel": "regular"},
             },
         )
+
+
+def _wire_after_routes(
+    gateway: EnvoyGateway, fleet: SkrFleet, within: float = 10.0
+) -> Callable[[list[Watcher]], Awaitable[None]]:
+    """Make before break: rewire the SKRs only once the gateway routes every Watcher.
+
+    The controller creates a VirtualService and the gateway sync swaps it into Envoy a
+    moment later; an SKR wired earlier would send events that meet Envoy's catch-all 404,
+    which the webhook rightly treats as final. Removal goes the other way round (the
+    controller deletes the route only after this callback ran without the Watcher).
+    """
+
+    def routed(watchers: list[Watcher]) -> bool:
+        config = gateway.config
+        if config is None:
+            return not watchers
+        rds = json.dumps(config.rds())
+        return all(f'"{w.namespace}/{w.name}"' in rds for w in watchers)
+
+    async def wire(watchers: list[Watcher]) -> None:
+        try:
+            async with asyncio.timeout(within):
+                while not routed(watchers):  # noqa: ASYNC110 - set by the sync task
+                    await asyncio.sleep(0.01)  # the route arrives by file swap, ms later
+        except TimeoutError:
+            logger.warning(
+                "routes for %d Watcher(s) not all live after %g s; wiring anyway",
+                len(watchers),
+                within,
+            )
+        await fleet.apply_watchers(watchers)
+
+    return wire
 
 
 async def _apply_watchers(env: WatcherEnvironment) -> None:
@@ -168,7 +207,7 @@ async def watcher_environment(
             )
         )
         controller = WatcherController(kcp_api)
-        controller.on_change.append(fleet.apply_watchers)
+        controller.on_change.append(_wire_after_routes(gateway, fleet))
         await stack.enter_async_context(controller)
         env = WatcherEnvironment(
             spec=spec,

@@ -126,6 +126,8 @@ class WatcherController(Service):
         self._gateways_synced = asyncio.Event()
         self._watchers_synced = asyncio.Event()
         self._notify = asyncio.Event()
+        self._published: frozenset[str] = frozenset()
+        self._published_changed = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
         self.reconciles = 0
         self.errors = 0
@@ -186,6 +188,26 @@ class WatcherController(Service):
                 except Exception:
                     self.errors += 1
                     logger.exception("on_change callback %r failed", callback)
+            async with self._published_changed:
+                self._published = frozenset(f"{w.namespace}/{w.name}" for w in watchers)
+                self._published_changed.notify_all()
+
+    async def _unpublished(self, key: str) -> None:
+        """Until the ``on_change`` callbacks have run with a set that lacks ``key``.
+
+        Break after make: SKRs stop sending a deleted Watcher's events before its route
+        goes, so no event meets a 404 at the gateway. Bounded; a stuck callback only
+        delays the deletion by ``sync_timeout``.
+        """
+        try:
+            async with asyncio.timeout(self._sync_timeout), self._published_changed:
+                await self._published_changed.wait_for(lambda: key not in self._published)
+        except TimeoutError:
+            logger.warning(
+                "SKRs still wired for %s after %g s; removing its route anyway",
+                key,
+                self._sync_timeout,
+            )
 
     # reconcile -------------------------------------------------------------------------
 
@@ -210,6 +232,7 @@ class WatcherController(Service):
         finalizers = list(meta.get("finalizers") or [])
         if meta.get("deletionTimestamp"):
             if FINALIZER in finalizers:
+                await self._unpublished(key)
                 await self._delete_virtual_service(obj)
                 finalizers.remove(FINALIZER)
                 rv = meta["resourceVersion"]

@@ -1,27 +1,50 @@
-"""``watcher-harness up``: bring the whole watcher environment up for manual exploration.
+"""``watcher-harness up`` / ``down``: keep a whole watcher environment running to explore it.
 
-Starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy gateway, the Watcher
+``up`` starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy gateway, the Watcher
 controller, the Lifecycle-Manager stand-in and one Python webhook per SKR, prints where
-everything is, and tears it all down on Ctrl-C or SIGTERM.
+everything is, and tears it all down on Ctrl-C or SIGTERM. ``up --detach`` runs the same
+in the background and returns once it is ready; ``down`` stops it again.
+
+A running environment is described by a state file (``<cache>/envs/<name>.json``: owner
+PID, kubeconfigs, ports) that the owning process writes when ready and removes when it has
+stopped everything. ``down`` signals that PID — never a process found by name — after
+checking it still is our ``up`` process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import signal
+import subprocess
 import sys
-from typing import TYPE_CHECKING
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from watcher.errors import WatcherError
 
 if TYPE_CHECKING:
-    from harness.environment import EnvironmentSpec
-
+    from harness.environment import EnvironmentSpec, WatcherEnvironment
 
 # The environment (processes, aiohttp, kubernetes clients) is imported when ``up`` runs, so
-# ``validate`` and ``list`` stay fast and work without it.
+# ``validate``, ``list`` and ``down`` stay fast and work without it.
+
+DETACH_READY_TIMEOUT = 180.0
+DOWN_TIMEOUT = 60.0
+
+
+def state_dir() -> Path:
+    from harness.clusters.binaries import cache_root
+
+    return cache_root() / "envs"
+
+
+def state_file(name: str) -> Path:
+    return state_dir() / f"{name}.json"
 
 
 def _spec(count: int) -> EnvironmentSpec:
@@ -36,39 +59,175 @@ def _spec(count: int) -> EnvironmentSpec:
     )
 
 
-async def up(count: int) -> None:
+def describe(env: WatcherEnvironment, name: str) -> dict[str, Any]:
+    """What a user needs to reach the environment (also the state file's content)."""
+    klm = env.klm.listener
+    return {
+        "name": name,
+        "pid": os.getpid(),
+        "startup_seconds": round(env.clusters.startup_seconds, 2),
+        "kubeconfigs": {n: str(c.kubeconfig) for n, c in env.clusters.clusters.items()},
+        "gateway": f"https://127.0.0.1:{env.gateway.port}",
+        "gateway_admin": env.gateway.admin_url,
+        "klm_listener": (
+            f"http://127.0.0.1:{klm.port}/v2/lifecycle-manager/event" if klm else None
+        ),
+        "webhooks": {
+            skr.cluster.name: {"url": skr.webhook_url, "metrics": skr.metrics_url}
+            for skr in env.fleet
+        },
+    }
+
+
+def print_state(state: dict[str, Any]) -> None:
+    print(
+        f"environment {state['name']} (pid {state['pid']}), clusters ready in "
+        f"{state['startup_seconds']:.1f} s; kubeconfigs:"
+    )
+    for cluster, path in state["kubeconfigs"].items():
+        print(f"  {cluster:8} {path}")
+    print(f"gateway   {state['gateway']} (admin {state['gateway_admin']})")
+    if state["klm_listener"]:
+        print(f"KLM listener {state['klm_listener']}")
+    for skr, hook in state["webhooks"].items():
+        print(f"webhook {skr}: {hook['url']} metrics {hook['metrics']}")
+
+
+async def up(count: int, name: str) -> None:
     from harness.environment import watcher_environment
 
+    path = state_file(name)
+    if path.exists() and _owner_alive(json.loads(path.read_text())):
+        raise HarnessError(
+            f"environment {name!r} is already up (see {path}); "
+            f"`watcher-harness down {name}` stops it"
+        )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with watcher_environment(_spec(count)) as env:
-        print(f"ready in {env.clusters.startup_seconds:.1f} s (clusters); kubeconfigs:")
-        for name, cluster in env.clusters.clusters.items():
-            print(f"  {name:8} {cluster.kubeconfig}")
-        print(f"gateway   https://127.0.0.1:{env.gateway.port} (admin {env.gateway.admin_url})")
-        if env.klm.listener is not None:
+        state = describe(env, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(state, indent=2) + "\n")
+        try:
+            print_state(state)
+            print("Ctrl-C (or `watcher-harness down`) stops everything.", flush=True)
+            await stop.wait()
+        finally:
+            path.unlink(missing_ok=True)
+    print("stopped; nothing left running.", flush=True)
+
+
+def _owner_alive(state: dict[str, Any]) -> bool:
+    """Is the state's PID still our ``up`` process (not a reused PID)?"""
+    try:
+        cmdline = Path(f"/proc/{int(state['pid'])}/cmdline").read_bytes().split(b"\0")
+    except (OSError, KeyError, ValueError):
+        return False
+    return b"harness.cli" in cmdline and b"up" in cmdline
+
+
+def detach(count: int, name: str) -> int:
+    """Start ``up`` in its own session; return once it is ready (or say why not)."""
+    path = state_file(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = path.with_suffix(".log")
+    argv = [sys.executable, "-m", "harness.cli", "up", "--skrs", str(count), "--name", name]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + DETACH_READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
             print(
-                f"KLM listener http://127.0.0.1:{env.klm.listener.port}/v2/lifecycle-manager/event"
+                f"watcher-harness: up exited with {proc.returncode}; last lines of {log}:\n{tail}",
+                file=sys.stderr,
             )
-        for skr in env.fleet:
-            print(f"webhook {skr.cluster.name}: {skr.webhook_url} metrics {skr.metrics_url}")
-        print("Ctrl-C stops everything.", flush=True)
-        await stop.wait()
-    print("stopped; nothing left running.")
+            return 1
+        if path.exists():
+            state = json.loads(path.read_text())
+            if state.get("pid") == proc.pid:
+                print_state(state)
+                print(
+                    f"running in the background (log {log}); "
+                    f"`watcher-harness down {name}` stops it."
+                )
+                return 0
+        time.sleep(0.2)
+    print(
+        f"watcher-harness: not ready after {DETACH_READY_TIMEOUT:.0f} s; stopping it (log {log})",
+        file=sys.stderr,
+    )
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(DOWN_TIMEOUT)
+    return 1
+
+
+def down(name: str) -> int:
+    path = state_file(name)
+    if not path.exists():
+        print(f"watcher-harness: no environment {name!r} is up (no {path})", file=sys.stderr)
+        return 1
+    state = json.loads(path.read_text())
+    if not _owner_alive(state):
+        path.unlink(missing_ok=True)
+        print(f"environment {name!r} was not running any more; removed its state file")
+        return 0
+    pid = int(state["pid"])
+    os.kill(pid, signal.SIGTERM)  # its handler stops every process it owns, in order
+    deadline = time.monotonic() + DOWN_TIMEOUT
+    while time.monotonic() < deadline:
+        if not _owner_alive(state):
+            print(f"environment {name!r} stopped; nothing left running.")
+            return 0
+        time.sleep(0.2)
+    print(
+        f"watcher-harness: environment {name!r} (pid {pid}) did not stop within "
+        f"{DOWN_TIMEOUT:.0f} s; see {path.with_suffix('.log')}",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_up = sub.add_parser("up", help="start KCP + SKRs + gateway + watcher; stop on Ctrl-C")
     p_up.add_argument("--skrs", type=int, default=2, choices=range(1, 11), metavar="N")
+    p_up.add_argument("--name", default="default", help="name of this environment")
+    p_up.add_argument(
+        "--detach",
+        action="store_true",
+        help="run in the background; return when ready (stop with `down`)",
+    )
     p_up.set_defaults(func=run)
+    p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
+    p_down.add_argument("name", nargs="?", default="default")
+    p_down.set_defaults(func=run_down)
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.scenario.values import dns_label
+
     try:
-        asyncio.run(up(args.skrs))
+        dns_label(args.name)
+    except ValueError as exc:
+        print(f"watcher-harness: --name: {exc}", file=sys.stderr)
+        return 2
+    if args.detach:
+        return detach(args.skrs, args.name)
+    try:
+        asyncio.run(up(args.skrs, args.name))
     except (HarnessError, WatcherError) as exc:
         print(f"watcher-harness: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    return down(args.name)

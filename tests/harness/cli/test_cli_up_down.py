@@ -1,0 +1,91 @@
+"""``watcher-harness up --detach`` / ``down``: state files, PID checks, a real round trip."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.cli.up import state_file
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """State files go to this test's cache; the kube-apiserver binary stays shared."""
+    from harness.clusters.binaries import cache_root
+
+    shared = cache_root()
+    monkeypatch.setenv("WATCHER_HARNESS_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    if (shared / "bin").is_dir():
+        (tmp_path / "cache" / "bin").symlink_to(shared / "bin")
+
+
+def test_down_without_environment_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["down", "nothing-here"]) == 1
+    assert "no environment 'nothing-here' is up" in capsys.readouterr().err
+
+
+def test_down_never_signals_a_pid_that_is_not_ours(capsys: pytest.CaptureFixture[str]) -> None:
+    path = state_file("stale")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        path.write_text(json.dumps({"name": "stale", "pid": sleeper.pid}))
+        assert main(["down", "stale"]) == 0
+        assert "not running any more" in capsys.readouterr().out
+        assert sleeper.poll() is None, "down signalled a process that is not an `up`"
+        assert not path.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_bad_name_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["up", "--name", "Not_A_Label", "--detach"]) == 2
+    assert "DNS label" in capsys.readouterr().err
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for whoever adopted it to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(300)
+def test_detach_then_down_leaves_nothing_running() -> None:
+    cli = [sys.executable, "-m", "harness.cli"]
+    env = dict(os.environ)
+    up = subprocess.run(
+        [*cli, "up", "--detach", "--skrs", "1", "--name", "e2e-updown"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        check=False,
+    )
+    assert up.returncode == 0, up.stderr
+    state = json.loads(state_file("e2e-updown").read_text())
+    assert set(state["kubeconfigs"]) == {"kcp", "skr-a"}
+    assert all(Path(p).is_file() for p in state["kubeconfigs"].values())
+    down = subprocess.run(
+        [*cli, "down", "e2e-updown"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert down.returncode == 0, down.stderr
+    assert not state_file("e2e-updown").exists()
+    assert not running(int(state["pid"]))
+    assert not any(Path(p).exists() for p in state["kubeconfigs"].values())

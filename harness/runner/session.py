@@ -9,16 +9,27 @@ stand-in and the listeners' metrics.
 
 from __future__ import annotations
 
+import json
+import ssl
+import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
+import aiohttp
+
 from harness.churn.model import Mutation
+from harness.clusters.ports import LOOPBACK
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
 from harness.kcp.reconciler import Reconcile
 from harness.kcp.workqueue import Trigger
 from harness.kube import Resource, create, create_or_replace, delete, merge_patch
 from harness.report.model import ProcessRecordLike
 from harness.scenario import KCP, ResourceRef
+from harness.scenario.expectations import gateway_stat_name
+from watcher import pki
+from watcher.render.envoy_settings import GatewayListener
 
 # Kinds whose plural is not "<kind>s" in lower case, or which are cluster-scoped.
 _PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
@@ -45,6 +56,73 @@ def resource_of_object(obj: Mapping[str, Any]) -> Resource:
 def resource_of_ref(ref: ResourceRef) -> Resource:
     kind = _KINDS.get(ref.resource, "")
     return Resource(ref.group, ref.version, ref.resource, kind, namespaced=kind != "Namespace")
+
+
+REQUEST_TIMEOUT = 10.0
+FOREIGN_RUNTIME_ID = "foreign-runtime"
+FOREIGN_SKR_DOMAIN = "foreign.kyma.example.com"
+
+
+@dataclass(frozen=True)
+class HttpOutcome:
+    """What one ``request`` got: a response ``status``, or ``refused`` (the TLS handshake or
+    connection was refused or reset), or neither (``detail`` says what went wrong)."""
+
+    status: int | None = None
+    refused: bool = False
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.status is not None:
+            return f"status {self.status}"
+        if self.refused:
+            return f"refused ({self.detail})" if self.detail else "refused"
+        return f"no response ({self.detail})"
+
+
+def request_body(body: Mapping[str, Any] | str | None) -> tuple[bytes | None, dict[str, str]]:
+    """The bytes to send and the content type they imply (objects go as JSON)."""
+    if body is None:
+        return None, {}
+    if isinstance(body, str):
+        return body.encode(), {}
+    return json.dumps(body).encode(), {"Content-Type": "application/json"}
+
+
+def client_context(ca_bundle_pem: bytes, cert: Path | None, key: Path | None) -> ssl.SSLContext:
+    """TLS client context trusting ``ca_bundle_pem``, presenting ``cert``/``key`` if given."""
+    context = ssl.create_default_context(cadata=ca_bundle_pem.decode())
+    if cert is not None and key is not None:
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+async def send_request(
+    url: str,
+    context: ssl.SSLContext,
+    method: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, Any] | str | None,
+    *,
+    total_seconds: float = REQUEST_TIMEOUT,
+) -> HttpOutcome:
+    """One HTTPS request; a refused or reset TLS handshake or connection is an outcome,
+    not an error. A server certificate the client does not trust is not a refusal."""
+    data, implied = request_body(body)
+    sent = {**implied, **headers}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=total_seconds)) as client,
+            client.request(method, url, data=data, headers=sent, ssl=context) as response,
+        ):
+            await response.read()
+            return HttpOutcome(status=response.status)
+    except aiohttp.ClientConnectorCertificateError as exc:
+        return HttpOutcome(detail=f"gateway certificate not trusted: {exc}")
+    except TimeoutError:
+        return HttpOutcome(detail=f"timed out after {total_seconds:g} s")
+    except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
+        return HttpOutcome(refused=True, detail=f"{type(exc).__name__}: {exc}")
 
 
 class Session(Protocol):
@@ -99,6 +177,18 @@ class Session(Protocol):
 
     async def metrics_snapshot(self) -> dict[str, float]: ...
 
+    async def request(
+        self,
+        cluster: str | None,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any] | str | None,
+    ) -> HttpOutcome:
+        """One HTTPS request to the KCP gateway with SKR ``cluster``'s client certificate,
+        or (``None``) one from a CA the KCP does not trust."""
+        ...
+
 
 class LiveSession:
     """:class:`Session` over a running :class:`WatcherEnvironment`."""
@@ -127,7 +217,40 @@ class LiveSession:
         )
 
     async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float:
+        if target == "gateway":
+            name = self.gateway_stat(name)
         return await self.env.metric(target, name, labels)
+
+    def gateway_stat(self, name: str) -> str:
+        """``name`` as a full Envoy stat name of this environment's gateway."""
+        return gateway_stat_name(
+            name,
+            listener_prefix=f"listener.{LOOPBACK}_{self.env.gateway.port}",
+            http_prefix=f"http.{GatewayListener.stat_prefix}",
+        )
+
+    async def request(
+        self,
+        cluster: str | None,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any] | str | None,
+    ) -> HttpOutcome:
+        trusted = self.env.rotation.bundle_pem
+        url = f"{self.env.gateway.url}{path}"
+        if cluster is not None:
+            tls = self.env.fleet[cluster].tls
+            context = client_context(trusted, tls.tls_cert, tls.tls_key)
+            return await send_request(url, context, method, headers, body)
+        foreign = pki.create_ca("foreign-ca")
+        leaf = pki.issue_runtime_certificate(foreign, FOREIGN_RUNTIME_ID, FOREIGN_SKR_DOMAIN)
+        with tempfile.TemporaryDirectory(prefix="foreign-client-") as tmp:
+            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+            cert.write_bytes(leaf.cert_pem)
+            key.write_bytes(leaf.key_pem)
+            context = client_context(trusted, cert, key)
+        return await send_request(url, context, method, headers, body)
 
     async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
         return await self.env.fault(target, action, **params)

@@ -16,6 +16,9 @@ from harness.scenario.values import DnsLabel, Duration, Labels, Model, PositiveD
 
 DEFAULT_WITHIN = 10.0
 METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+"""A Prometheus metric name (``webhook/<skr>``, ``listener/<component>``)."""
+STAT_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:.-]*$"
+"""An Envoy stat name (``gateway``): dotted, e.g. ``ssl.fail_verify_error``."""
 TARGET_PATTERN = r"^(gateway|(listener|webhook)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 
 
@@ -98,13 +101,45 @@ class RejectionExpectation(_Counted):
 
 class MetricExpectation(Model):
     """``target`` ``gateway`` | ``listener/<component>`` | ``webhook/<skr>``; the sample
-    ``name{labels}`` compared with ``value`` (0 if the series does not exist)."""
+    ``name{labels}`` compared with ``value`` (0 if the series does not exist).
+
+    For ``gateway``, ``name`` is an Envoy stat (dots allowed, no labels): a full name, or a
+    short one resolved against the gateway's listener (``ssl.*``, ``downstream_cx_*``) or
+    HTTP connection manager (``downstream_rq_*``), see :func:`gateway_stat_name`."""
 
     target: str = Field(pattern=TARGET_PATTERN)
-    name: str = Field(pattern=METRIC_NAME_PATTERN)
+    name: str = Field(pattern=STAT_NAME_PATTERN)
     labels: Labels = Field(default_factory=dict)
     op: Literal["==", "!=", "<=", ">=", "<", ">"] = "=="
     value: float
+
+    @model_validator(mode="after")
+    def _name_fits_target(self) -> MetricExpectation:
+        if self.target == "gateway":
+            if self.labels:
+                raise ValueError("gateway stats have no labels")
+        elif not re.fullmatch(METRIC_NAME_PATTERN, self.name):
+            raise ValueError(
+                f"{self.name!r} is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*); "
+                "dotted Envoy stat names are for target gateway only"
+            )
+        return self
+
+
+LISTENER_STAT_PREFIXES = ("ssl.", "downstream_cx_")
+HTTP_STAT_PREFIXES = ("downstream_rq_",)
+
+
+def gateway_stat_name(name: str, *, listener_prefix: str, http_prefix: str) -> str:
+    """The full Envoy stat for ``name``: listener-scoped short names (``ssl.*``,
+    ``downstream_cx_*``) get ``listener_prefix`` (``listener.127.0.0.1_<port>``),
+    HTTP-scoped ones (``downstream_rq_*``) ``http_prefix`` (``http.<stat prefix>``); any
+    other name is taken as a full name."""
+    if name.startswith(LISTENER_STAT_PREFIXES):
+        return f"{listener_prefix}.{name}"
+    if name.startswith(HTTP_STAT_PREFIXES):
+        return f"{http_prefix}.{name}"
+    return name
 
 
 class Latency(Model):

@@ -160,6 +160,75 @@ class WatcherChange(Model):
         return self
 
 
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+REQUEST_PATH_PATTERN = r"^/[^\s]*$"
+
+
+class RequestExpect(Model):
+    """What the request must get: ``status``, one of ``statusIn``, or ``refused: true`` (the
+    TLS handshake or connection was refused or reset, as a client with a certificate the
+    KCP does not trust sees it with TLS 1.3)."""
+
+    status: int | None = Field(default=None, ge=100, le=599)
+    status_in: tuple[Annotated[int, Field(ge=100, le=599)], ...] | None = Field(
+        default=None, min_length=1
+    )
+    refused: bool = False
+
+    @model_validator(mode="after")
+    def _one(self) -> RequestExpect:
+        given = [self.status is not None, self.status_in is not None, self.refused]
+        if sum(given) != 1:
+            raise ValueError("request expect needs exactly one of status, statusIn, refused: true")
+        return self
+
+    def holds(self, status: int | None, refused: bool) -> bool:
+        """Whether a response with ``status`` (``None``: none came) or a refusal matches."""
+        if self.refused:
+            return refused
+        if status is None:
+            return False
+        if self.status is not None:
+            return status == self.status
+        return self.status_in is not None and status in self.status_in
+
+    def describe(self) -> str:
+        if self.refused:
+            return "refused (TLS handshake or connection refused or reset)"
+        if self.status is not None:
+            return f"status {self.status}"
+        assert self.status_in is not None
+        return "status in " + ", ".join(str(s) for s in self.status_in)
+
+
+class Request(Model):
+    """One HTTPS request to the KCP gateway, presenting the client certificate and key of
+    SKR ``cluster`` or (``certificate: foreign``) a fresh one from a CA the KCP does not
+    trust. ``body``: an object (sent as JSON) or a string (sent as it is)."""
+
+    cluster: DnsLabel | None = None
+    certificate: Literal["foreign"] | None = None
+    path: str = Field(pattern=REQUEST_PATH_PATTERN)
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: dict[str, Any] | str | None = None
+    expect: RequestExpect
+
+    @model_validator(mode="after")
+    def _one_identity(self) -> Request:
+        if (self.cluster is None) == (self.certificate is None):
+            raise ValueError(
+                "request needs exactly one of cluster (an SKR's certificate) or "
+                "certificate: foreign"
+            )
+        return self
+
+    @property
+    def identity(self) -> str:
+        """Who the request claims to be: the SKR's name or ``foreign``."""
+        return self.cluster or "foreign"
+
+
 # One wrapper per operation key --------------------------------------------------------------
 
 
@@ -195,6 +264,10 @@ class WatcherOp(Model):
     watcher: WatcherChange
 
 
+class RequestOp(Model):
+    request: Request
+
+
 OPERATIONS: dict[str, type[Model]] = {
     "apply": ApplyOp,
     "patch": PatchOp,
@@ -204,6 +277,7 @@ OPERATIONS: dict[str, type[Model]] = {
     "wait": WaitOp,
     "expect": ExpectOp,
     "watcher": WatcherOp,
+    "request": RequestOp,
 }
 
 
@@ -225,6 +299,7 @@ Operation = Annotated[
     | Annotated[FaultOp, Tag("fault")]
     | Annotated[WaitOp, Tag("wait")]
     | Annotated[ExpectOp, Tag("expect")]
-    | Annotated[WatcherOp, Tag("watcher")],
+    | Annotated[WatcherOp, Tag("watcher")]
+    | Annotated[RequestOp, Tag("request")],
     Discriminator(operation_key),
 ]

@@ -21,6 +21,7 @@ from harness.scenario.operations import (
     FaultOp,
     PatchOp,
     ProcessFault,
+    RequestOp,
     RotateFault,
     WatcherOp,
 )
@@ -220,6 +221,10 @@ class _Checker:
                         "Watchers",
                     )
                 )
+        elif isinstance(op, RequestOp):
+            if op.request.cluster is not None:
+                here = (*loc, "request", "request", "cluster")
+                self.cluster(here, op.request.cluster, skr_only=True)
         elif isinstance(op, ExpectOp):
             self.expect((*loc, "expect", "expect"), op.expect, step_timeout, churned)
 

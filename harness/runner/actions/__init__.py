@@ -1,9 +1,20 @@
 """One module per operation verb (the YAML model's ``apply``, ``patch``, ``delete``,
-``churn``, ``fault``, ``wait``, ``expect``, ``watcher``); :func:`run_operation` dispatches."""
+``churn``, ``fault``, ``wait``, ``expect``, ``watcher``, ``request``); :func:`run_operation`
+dispatches."""
 
 from __future__ import annotations
 
-from harness.runner.actions import apply, churn, delete, expect, fault, patch, wait, watcher
+from harness.runner.actions import (
+    apply,
+    churn,
+    delete,
+    expect,
+    fault,
+    patch,
+    request,
+    wait,
+    watcher,
+)
 from harness.runner.context import RunContext
 from harness.scenario import (
     ApplyOp,
@@ -12,6 +23,7 @@ from harness.scenario import (
     ExpectOp,
     FaultOp,
     PatchOp,
+    RequestOp,
     WaitOp,
     WatcherOp,
 )
@@ -36,6 +48,8 @@ async def run_operation(ctx: RunContext, op: object) -> None:
             await expect.run(ctx, op.expect)
         case WatcherOp():
             await watcher.run(ctx, op.watcher)
+        case RequestOp():
+            await request.run(ctx, op.request)
         case _:
             raise TypeError(f"not an operation: {op!r}")
 

@@ -1,0 +1,172 @@
+"""The ``request`` operation against an in-memory session, the HTTP outcome of a real
+client, and gateway stat names resolved by the live session."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from runner_fake import FakeSession, event, opener
+
+from harness.report import ReportBuilder, ScenarioReport, Status
+from harness.report.model import TimelineKind
+from harness.runner import RunOptions, run_scenario
+from harness.runner.session import HttpOutcome, LiveSession, request_body, send_request
+from harness.scenario import loads_scenario
+
+pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
+
+HEAD = "name: req\nclusters: {skrs: [{name: skr-a}, {name: skr-b}]}\n"
+
+
+@dataclass
+class RequestSession(FakeSession):
+    outcome: HttpOutcome = field(default_factory=lambda: HttpOutcome(status=200))
+    sent: list[tuple[str | None, str, str, dict[str, str], Any]] = field(default_factory=list)
+
+    async def request(
+        self,
+        cluster: str | None,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any] | str | None,
+    ) -> HttpOutcome:
+        self.sent.append((cluster, method, path, dict(headers), body))
+        if self.outcome.status == 200 and cluster is not None:
+            self.events.append(event("lifecycle-manager", f"runtime-{cluster}", "ns", "obj"))
+        return self.outcome
+
+
+async def run(text: str, session: RequestSession) -> ScenarioReport:
+    builder = ReportBuilder("test")
+    return await run_scenario(
+        loads_scenario(HEAD + text),
+        builder.scenario("req", "req.yaml"),
+        RunOptions(open_session=opener(session)),
+    )
+
+
+SEND = """steps:
+  - name: send
+    try:
+      - request:
+          cluster: skr-a
+          path: /v2/lifecycle-manager/event
+          headers: {X-Forwarded-Client-Cert: 'Subject="CN=runtime-skr-b"'}
+          body: {watched: {namespace: ns, name: obj}}
+          expect: EXPECT
+      - expect:
+          within: 1s
+          events:
+            - {manager: lifecycle-manager, cluster: skr-a, count: {exactly: 1}}
+            - {manager: lifecycle-manager, cluster: skr-b, none: true}
+"""
+
+
+async def test_request_is_sent_recorded_and_checked() -> None:
+    session = RequestSession()
+    report = await run(SEND.replace("EXPECT", "{status: 200}"), session)
+    assert report.status is Status.PASSED
+    assert session.sent == [
+        (
+            "skr-a",
+            "POST",
+            "/v2/lifecycle-manager/event",
+            {"X-Forwarded-Client-Cert": 'Subject="CN=runtime-skr-b"'},
+            {"watched": {"namespace": "ns", "name": "obj"}},
+        )
+    ]
+    first = report.expectations[0]
+    assert first.kind == "request" and first.passed
+    assert first.id == "req/send/1-request"
+    assert first.description == "request POST /v2/lifecycle-manager/event as skr-a"
+    assert (first.expected, first.actual) == ("status 200", "status 200")
+    entries = [e for e in report.timeline if e.object == "POST /v2/lifecycle-manager/event"]
+    assert len(entries) == 1
+    assert entries[0].kind is TimelineKind.MUTATION and entries[0].source == "skr-a"
+    assert entries[0].detail == "request: status 200"
+
+
+async def test_a_wrong_status_fails_the_step() -> None:
+    session = RequestSession(outcome=HttpOutcome(status=403))
+    report = await run(SEND.replace("EXPECT", "{statusIn: [200, 202]}"), session)
+    assert report.status is Status.FAILED
+    (result,) = report.expectations  # the step stopped at the request
+    assert not result.passed
+    assert (result.expected, result.actual) == ("status in 200, 202", "status 403")
+
+
+async def test_refused_is_expected_for_a_foreign_certificate() -> None:
+    session = RequestSession(outcome=HttpOutcome(refused=True, detail="reset"))
+    text = """steps:
+  - name: foreign
+    try:
+      - request: {certificate: foreign, path: /v2/x/event, expect: {refused: true}}
+"""
+    report = await run(text, session)
+    assert report.status is Status.PASSED
+    assert session.sent[0][0] is None
+    assert report.expectations[0].actual == "refused (reset)"
+    assert [e.source for e in report.timeline if e.object.startswith("POST")] == ["foreign"]
+
+    session = RequestSession(outcome=HttpOutcome(status=200))
+    report = await run(text, session)
+    assert report.status is Status.FAILED
+    assert report.expectations[0].actual == "status 200"
+
+
+def test_request_body_encoding() -> None:
+    assert request_body(None) == (None, {})
+    assert request_body("raw") == (b"raw", {})
+    assert request_body({"a": 1}) == (b'{"a": 1}', {"Content-Type": "application/json"})
+
+
+def test_outcome_descriptions() -> None:
+    assert HttpOutcome(status=200).describe() == "status 200"
+    assert HttpOutcome(refused=True).describe() == "refused"
+    assert HttpOutcome(detail="timed out").describe() == "no response (timed out)"
+
+
+async def test_a_closed_port_is_refused() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    outcome = await send_request(
+        f"https://127.0.0.1:{port}/v2/x/event", ssl.create_default_context(), "POST", {}, {}
+    )
+    assert outcome.refused and outcome.status is None
+
+
+def test_live_session_resolves_gateway_short_names() -> None:
+    env = SimpleNamespace(gateway=SimpleNamespace(port=40123))
+    live = LiveSession(cast(Any, env))
+    assert live.gateway_stat("ssl.fail_verify_error") == (
+        "listener.127.0.0.1_40123.ssl.fail_verify_error"
+    )
+    assert live.gateway_stat("downstream_rq_2xx") == "http.kcp_gateway.downstream_rq_2xx"
+    assert live.gateway_stat("cluster_manager.active_clusters") == (
+        "cluster_manager.active_clusters"
+    )
+
+
+async def test_live_session_metric_passes_the_full_name() -> None:
+    asked: list[tuple[str, str]] = []
+
+    async def metric(target: str, name: str, labels: Mapping[str, str]) -> float:
+        asked.append((target, name))
+        return 6.0
+
+    env = SimpleNamespace(gateway=SimpleNamespace(port=40123), metric=metric)
+    live = LiveSession(cast(Any, env))
+    assert await live.metric("gateway", "ssl.fail_verify_error", {}) == 6.0
+    assert await live.metric("webhook/skr-a", "watcher_x_total", {}) == 6.0
+    assert asked == [
+        ("gateway", "listener.127.0.0.1_40123.ssl.fail_verify_error"),
+        ("webhook/skr-a", "watcher_x_total"),
+    ]

@@ -121,7 +121,9 @@ def _position(error: ScenarioError) -> tuple[int, int]:
 def dump_scenario(scenario: Scenario) -> str:
     """YAML that :func:`loads_scenario` reads back into an equal scenario (defaults left out)."""
     data = scenario.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    # Non-ASCII is escaped: PyYAML writes NEL and U+2028/9 raw otherwise, and a reader folds
+    # those line breaks into spaces (found by the round-trip property).
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=False)
 
 
 def _parse(text: str, source: str) -> tuple[yaml.Node, Any]:

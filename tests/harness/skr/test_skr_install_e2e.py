@@ -157,13 +157,20 @@ class Skr:
 
 
 async def next_event(
-    stream: EventStream, name: str, within: float = EVENT_TIMEOUT
+    stream: EventStream, name: str, within: float = EVENT_TIMEOUT, *, runtime: str = ""
 ) -> ListenerEvent:
-    """The next event, which must be about ``name`` (events about probes are skipped)."""
+    """The next event, which must be about ``name`` (events about probes are skipped).
+
+    With ``runtime``, late events from other runtimes are skipped too: an API server may
+    run admission twice for one write (a PATCH retried on a conflict), and the coalescing
+    rule allows that duplicate to arrive after the test moved on to the next SKR.
+    """
     async with asyncio.timeout(within):
         while True:
             event = await stream.get()
             if event.event.watched.name.startswith(PROBE):
+                continue
+            if runtime and event.runtime_id != runtime:
                 continue
             assert event.event.watched.name == name, f"unexpected event {event}"
             return event

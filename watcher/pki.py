@@ -152,6 +152,7 @@ def issue(
     organizations: Iterable[str] = (),
     dns_names: Iterable[str] = (),
     ip_addresses: Iterable[str | IpAddress] = (),
+    uris: Iterable[str] = (),
     server_auth: bool = True,
     client_auth: bool = True,
     validity: dt.timedelta = RUNTIME_VALIDITY,
@@ -165,6 +166,8 @@ def issue(
     Validity is ``[not_before, not_before + validity]``; ``not_before`` defaults to ``now``,
     so expired and not-yet-valid certificates are one argument away. ``organizations``
     become O= attributes (Kubernetes reads them as groups, e.g. ``system:masters``).
+    ``uris`` become URI SANs (workload identities such as ``spiffe://...``). An empty
+    ``common_name`` leaves the CN out (X.509 has no empty CN; refusal tests need one).
     """
     if not server_auth and not client_auth:
         raise ValueError("a certificate needs serverAuth, clientAuth or both")
@@ -181,7 +184,7 @@ def issue(
         .subject_name(
             x509.Name(
                 [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-                + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+                + ([x509.NameAttribute(NameOID.COMMON_NAME, common_name)] if common_name else [])
             )
         )
         .issuer_name(ca.certificate.subject)
@@ -212,6 +215,7 @@ def issue(
     )
     sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
     sans += [x509.IPAddress(a) for a in ips]
+    sans += [x509.UniformResourceIdentifier(u) for u in dict.fromkeys(uris)]
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     return Issued(builder.sign(ca.key, hashes.SHA256()), key)
@@ -256,6 +260,7 @@ def issue_server_certificate(
     *,
     dns_names: Iterable[str] = ("localhost",),
     ip_addresses: Iterable[str | IpAddress] = ("127.0.0.1",),
+    uris: Iterable[str] = (),
     client_auth: bool = False,
     validity: dt.timedelta = RUNTIME_VALIDITY,
     not_before: dt.datetime | None = None,
@@ -269,6 +274,7 @@ def issue_server_certificate(
         common_name,
         dns_names=dns_names,
         ip_addresses=ip_addresses,
+        uris=uris,
         server_auth=True,
         client_auth=client_auth,
         validity=validity,

@@ -1,6 +1,7 @@
 """KCP-side listener: receives SKR watch events, identifies the runtime, hands events on.
 
-Data flow: HTTP request (``handler``) → client certificate from XFCC (``xfcc``) or the
+Data flow: HTTP request (``handler``) → (behind the gateway) TLS peer on the gateway
+allow-list (``gateway_trust``) → client certificate from XFCC (``xfcc``) or the
 TLS peer → runtime id = Subject CN (``certs``) → verify hooks (``verify``, ``sanpin``)
 → bounded event stream with backpressure (``stream``) → ``async for`` in the operator.
 ``Listener`` (``server``) owns the server, stream and metrics; ``cli`` runs one.
@@ -15,14 +16,16 @@ from watcher.listener.errors import (
     ListenerError,
     ListenerStartError,
     StreamClosed,
+    UntrustedProxy,
     VerificationFailed,
     XfccError,
 )
+from watcher.listener.gateway_trust import TrustedGateways
 from watcher.listener.metrics import ListenerMetrics
 from watcher.listener.sanpin import SKR_DOMAIN_ANNOTATION, KymaLookup, san_pinning
 from watcher.listener.server import Listener
 from watcher.listener.stream import EventStream, ListenerEvent
-from watcher.listener.tls import direct_mtls_context, server_context
+from watcher.listener.tls import direct_mtls_context, gateway_mtls_context, server_context
 from watcher.listener.verify import VerifyHook, VerifyRequest
 from watcher.listener.xfcc import (
     XFCC_HEADER,
@@ -49,6 +52,8 @@ __all__ = [
     "ListenerStartError",
     "StreamClosed",
     "SubjectAltNames",
+    "TrustedGateways",
+    "UntrustedProxy",
     "VerificationFailed",
     "VerifyHook",
     "VerifyRequest",
@@ -56,6 +61,7 @@ __all__ = [
     "certificate_from_xfcc",
     "direct_mtls_context",
     "format_xfcc",
+    "gateway_mtls_context",
     "parse_xfcc",
     "query_unescape",
     "runtime_id",

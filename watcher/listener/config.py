@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from watcher.errors import ConfigError
+from watcher.listener.gateway_trust import TrustedGateways
 from watcher.listener.verify import VerifyHook
 from watcher.model import CONTRACTS, Contract
 from watcher.paths import event_path, validate_manager_name
@@ -18,7 +19,15 @@ IdentityMode = Literal["xfcc", "direct-mtls"]
 in ``X-Forwarded-Client-Cert``. ``direct-mtls``: no gateway; the listener terminates
 mTLS itself and reads the TLS peer certificate. XFCC headers are then ignored, because
 any client could send one.
+
+In ``xfcc`` mode, ``trusted_gateways`` plus an ``ssl_context`` that requires client
+certificates (``watcher.listener.tls.gateway_mtls_context``) make the listener believe
+XFCC only from a TLS peer on the gateway allow-list (see ``gateway_trust``). Without
+them it believes XFCC from anyone who can connect: the explicit plain-HTTP opt-out for
+local tests and benchmarks, logged as a warning when the listener starts.
 """
+
+XfccTrust = Literal["gateway-mtls", "any-client"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +38,7 @@ class ListenerConfig:
     port: int = 0
     ssl_context: ssl.SSLContext | None = None
     identity: IdentityMode = "xfcc"
+    trusted_gateways: TrustedGateways | None = None
     buffer_size: int = 64
     backpressure_timeout: float = 5.0
     retry_after_seconds: int = 1
@@ -58,6 +68,7 @@ class ListenerConfig:
                 "identity 'direct-mtls' needs an ssl_context that requires client "
                 "certificates (verify_mode CERT_REQUIRED); see watcher.listener.tls"
             )
+        self._check_gateway_trust()
         for name in ("buffer_size", "retry_after_seconds"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -67,6 +78,35 @@ class ListenerConfig:
         for name in ("max_body_bytes", "max_xfcc_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+
+    def _check_gateway_trust(self) -> None:
+        requires_certs = (
+            self.ssl_context is not None and self.ssl_context.verify_mode == ssl.CERT_REQUIRED
+        )
+        if self.identity == "direct-mtls":
+            if self.trusted_gateways is not None:
+                raise ConfigError(
+                    "trusted_gateways is for identity 'xfcc' (behind a gateway); "
+                    "'direct-mtls' ignores XFCC headers"
+                )
+            return
+        if self.trusted_gateways is not None and not requires_certs:
+            raise ConfigError(
+                "trusted_gateways needs an ssl_context that requires client certificates "
+                "from the gateway CA; see watcher.listener.tls.gateway_mtls_context"
+            )
+        if requires_certs and self.trusted_gateways is None:
+            raise ConfigError(
+                "identity 'xfcc' with client certificates needs trusted_gateways: without "
+                "an allow-list any certificate from the gateway CA could forge XFCC"
+            )
+
+    @property
+    def xfcc_trust(self) -> XfccTrust | None:
+        """Whose XFCC is believed: only the gateway's, anyone's, or nobody's (direct mTLS)."""
+        if self.identity != "xfcc":
+            return None
+        return "any-client" if self.trusted_gateways is None else "gateway-mtls"
 
     @property
     def event_path(self) -> str:

@@ -25,6 +25,10 @@ class XfccError(ClientCertificateError):
     """An ``X-Forwarded-Client-Cert`` header is malformed or carries no usable ``Cert``."""
 
 
+class UntrustedProxy(ListenerError):
+    """The TLS peer is not on the gateway allow-list, so its XFCC is not believed (HTTP 403)."""
+
+
 class CommonNameError(ListenerError, ValueError):
     """The certificate's Subject CN cannot serve as a runtime id (HTTP 400).
 

@@ -1,10 +1,12 @@
 """The listener's HTTP layer: one handler that walks the upstream check order.
 
-Order and status codes follow upstream's listener (reference §5) so SKR-side retry logic
-behaves the same: 413 body too large → 405 not POST → 400 wrong contract → 500 body
-unreadable → 400 not a WatchEvent (upstream: 500) → 401 no usable client certificate →
-400 empty CN → 403 a verify hook refused → 503 consumer too slow → 200. Every error is
-JSON ``{"error": ..., "reason": ...}``.
+Behind a gateway with mTLS (``trusted_gateways``), a TLS peer that is not on the gateway
+allow-list gets 403 ``untrusted-proxy`` before anything else is looked at (upstream leaves
+this to Istio's mesh). Then the order and status codes follow upstream's listener
+(reference §5) so SKR-side retry logic behaves the same: 413 body too large → 405 not
+POST → 400 wrong contract → 500 body unreadable → 400 not a WatchEvent (upstream: 500) →
+401 no usable client certificate → 400 empty CN → 403 a verify hook refused → 503
+consumer too slow → 200. Every error is JSON ``{"error": ..., "reason": ...}``.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from watcher.listener.errors import (
     ClientCertificateError,
     CommonNameError,
     StreamClosed,
+    UntrustedProxy,
     VerificationFailed,
 )
+from watcher.listener.gateway_trust import TrustedGateways
 from watcher.listener.metrics import ListenerMetrics
 from watcher.listener.stream import EventStream, ListenerEvent
 from watcher.listener.verify import VerifyHook, VerifyRequest
@@ -86,6 +90,35 @@ def tls_peer_certificate(request: web.Request) -> x509.Certificate:
         raise ClientCertificateError(f"TLS client certificate is unparsable: {exc}") from None
 
 
+def gateway_peer_check(trusted: TrustedGateways) -> Callable[[web.Request], str | None]:
+    """A per-request check that the TLS peer is a trusted gateway: ``None`` if it is,
+    else the reason. Verdicts are cached by certificate, since a gateway keeps its
+    connections (and certificate) for many requests."""
+    verdicts: dict[bytes, str | None] = {}
+
+    def check(request: web.Request) -> str | None:
+        transport = request.transport
+        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if not der:
+            return "no TLS client certificate on this connection; only the gateway may connect"
+        if der in verdicts:
+            return verdicts[der]
+        try:
+            trusted.check(x509.load_der_x509_certificate(der))
+            verdict: str | None = None
+        except UntrustedProxy as exc:
+            verdict = str(exc)
+        except ValueError as exc:
+            verdict = f"TLS client certificate is unparsable: {exc}"
+        if len(verdicts) >= 64:  # rotation leaves old certificates behind; stay bounded
+            verdicts.clear()
+        verdicts[der] = verdict
+        return verdict
+
+    return check
+
+
 def _hook_name(hook: VerifyHook) -> str:
     return str(getattr(hook, "__qualname__", None) or repr(hook))
 
@@ -105,6 +138,8 @@ class EventHandler:
         self._stream = stream
         self._metrics = metrics
         self._clock = clock
+        trusted = config.trusted_gateways if config.identity == "xfcc" else None
+        self._peer_check = gateway_peer_check(trusted) if trusted is not None else None
 
     def _reject(
         self,
@@ -134,6 +169,8 @@ class EventHandler:
     async def handle(self, request: web.Request) -> web.Response:
         """Each step returns its result or the response that ends the request."""
         received_at = self._clock()
+        if self._peer_check is not None and (reason := self._peer_check(request)) is not None:
+            return self._reject(request, 403, m.REJECT_UNTRUSTED_PROXY, "untrusted proxy", reason)
         rejection = self._check_request(request)
         if rejection is not None:
             return rejection
@@ -361,5 +398,6 @@ def describe(config: ListenerConfig) -> dict[str, Any]:
         "contract": config.contract,
         "path": config.event_path,
         "identity": config.identity,
+        "xfcc_trust": config.xfcc_trust,
         "buffer_size": config.buffer_size,
     }

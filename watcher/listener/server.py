@@ -102,6 +102,12 @@ class Listener:
         self._runner = runner
         self._port = int(runner.addresses[0][1])
         logger.info("listening", extra={"fields": {"url": self.url, **describe(config)}})
+        if config.xfcc_trust == "any-client":
+            logger.warning(
+                "XFCC is believed from any client: no gateway mTLS configured "
+                "(trusted_gateways); use only where nobody but the gateway can connect",
+                extra={"fields": {"url": self.url}},
+            )
 
     async def stop(self) -> None:
         """Idempotent; refuses new events first so blocked handlers finish quickly."""

@@ -49,3 +49,12 @@ def direct_mtls_context(
         raise CertificateError(f"cannot load CA bundle {ca_file}: {exc}") from None
     context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+def gateway_mtls_context(
+    cert_file: str | Path, key_file: str | Path, gateway_ca_file: str | Path
+) -> ssl.SSLContext:
+    """TLS 1.3 server context for a listener behind the gateway: only peers with a
+    certificate from ``gateway_ca_file`` complete the handshake. Which of them count as
+    gateways is ``ListenerConfig.trusted_gateways``' job (an allow-list on top)."""
+    return direct_mtls_context(cert_file, key_file, gateway_ca_file)

@@ -68,7 +68,7 @@ async def stop(process: asyncio.subprocess.Process, sig: int = signal.SIGTERM) -
 async def test_prints_each_event_as_a_json_line_and_stops_on_sigterm() -> None:
     headers = {XFCC_HEADER: format_xfcc(make_cert("runtime-cli"))}
     async with (
-        cli("--component", "lifecycle-manager") as (process, url),
+        cli("--component", "lifecycle-manager", "--insecure-trust-any-xfcc") as (process, url),
         aiohttp.ClientSession() as session,
     ):
         async with session.post(
@@ -97,7 +97,7 @@ async def test_v1_lines_carry_the_owner_and_sigint_stops_cleanly() -> None:
     headers = {XFCC_HEADER: format_xfcc(make_cert("runtime-cli"))}
     body = b'{"owner":{"Namespace":"kcp-system","Name":"kyma-a"},' + BODY[1:]
     async with (
-        cli("--component", "lm", "--contract", "v1") as (process, url),
+        cli("--component", "lm", "--contract", "v1", "--insecure-trust-any-xfcc") as (process, url),
         aiohttp.ClientSession() as session,
     ):
         async with session.post(f"{url}/v1/lm/event", data=body, headers=headers) as response:
@@ -152,7 +152,10 @@ async def test_direct_mtls_from_files(tls_files: TlsFiles) -> None:
             ],
             "cannot read TLS certificate /nonexistent/tls.crt: No such file or directory",
         ),
-        (["--component", "lm", "--buffer", "-1"], "buffer_size must be >= 0"),
+        (
+            ["--component", "lm", "--insecure-trust-any-xfcc", "--buffer", "-1"],
+            "buffer_size must be >= 0",
+        ),
     ],
 )
 async def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
@@ -179,6 +182,7 @@ async def test_unreadable_key_file_is_a_usage_error(tmp_path: Path, tls_files: T
         *COMMAND,
         "--component",
         "lm",
+        "--insecure-trust-any-xfcc",
         "--tls-cert",
         str(tls_files.server_cert),
         "--tls-key",

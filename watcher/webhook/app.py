@@ -155,6 +155,7 @@ class AdmissionHandler:
             if self.delivery.closing:
                 return f"{KCP_REQUEST_FAILED}: webhook is shutting down"
             return f"{KCP_REQUEST_FAILED}: delivery queue is full"
+        await self.delivery.durable()  # no-op unless WATCHER_SPOOL_FSYNC is on
         return KCP_REQUEST_QUEUED
 
 

@@ -31,17 +31,22 @@ class Offer(StrEnum):
 
 @dataclass
 class Pending(Generic[K]):
-    """One event on its way; ``enqueued_at`` is the first admission that asked for it."""
+    """One event on its way; ``enqueued_at`` is the first admission that asked for it.
+
+    ``ticket`` is the event's id in the durable spool, if one is used (None otherwise).
+    """
 
     key: K
     enqueued_at: float
     attempts: int = 0
+    ticket: int | None = None
 
 
 @dataclass(frozen=True)
 class OfferResult(Generic[K]):
     outcome: Offer
     dropped: Pending[K] | None = None
+    item: Pending[K] | None = None  # the event now queued (QUEUED only)
 
 
 class PendingQueue(Generic[K]):
@@ -82,8 +87,9 @@ class PendingQueue(Generic[K]):
             if self.policy == "reject-newest":
                 return OfferResult(Offer.REJECTED)
             _, dropped = self._queued.popitem(last=False)
-        self._queued[key] = Pending(key, now)
-        return OfferResult(Offer.QUEUED, dropped)
+        item = Pending(key, now)
+        self._queued[key] = item
+        return OfferResult(Offer.QUEUED, dropped, item)
 
     def take(self) -> Pending[K] | None:
         """The oldest queued event, now owned by the caller; None when empty."""

@@ -12,6 +12,15 @@ non-2xx answer is final: the KCP understood and refused, repeating will not help
 ``watcher_failed_kcp_total{error_reason="failed-request"}`` as do events given up after
 retrying.
 
+With a spool (``WATCHER_SPOOL_DIR``, :mod:`watcher.webhook.spool`) every queued event is
+journaled before the admission answers and acknowledged when it is delivered or given up
+(final answer, expiry, overflow); :meth:`Delivery.start` replays what an earlier process
+left, oldest first, through the same queue (so coalescing and the overflow policy apply).
+A coalesced admission adds nothing to the journal: the pending event it joined covers it.
+Shutdown keeps undelivered events in the spool instead of dropping them. Delivery is at
+least once: an event whose POST succeeded but whose acknowledgement did not reach the
+journal before a kill is sent again by the next process.
+
 Sync mode keeps upstream's behaviour for side-by-side comparison: ``sync_attempts``
 attempts of ``sync_timeout`` each, and upstream's messages.
 """
@@ -22,7 +31,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -34,6 +43,7 @@ from watcher.webhook.coalesce import Offer, Pending, PendingQueue
 from watcher.webhook.kcpclient import KcpRequestSetupError, KcpResponse
 from watcher.webhook.metrics import DropReason, FailReason, WebhookMetrics
 from watcher.webhook.settings import DeliverySettings
+from watcher.webhook.spool import GroupSync, Spool, SpoolError, SpoolRecord
 
 log = logging.getLogger("watcher.webhook.delivery")
 
@@ -82,11 +92,16 @@ def backoff_delay(attempt: int, *, base: float, cap: float, rng: random.Random) 
 
 @dataclass(frozen=True)
 class DrainReport:
-    """What shutdown achieved: events sent during the drain and events given up."""
+    """What shutdown achieved: events sent during the drain and events not delivered.
+
+    ``kept`` of the ``left`` ones stay in the spool for the next process (all of them when
+    a spool is used, so nothing is dropped).
+    """
 
     delivered: int
     left: int
     timed_out: bool
+    kept: int = 0
 
 
 class Delivery:
@@ -101,8 +116,15 @@ class Delivery:
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
         sleep: Sleep = asyncio.sleep,
+        spool: Spool | None = None,
+        wall: Clock = time.time,
     ) -> None:
         self.settings = settings
+        self.spool = spool
+        self._wall = wall
+        self._group_sync = (
+            GroupSync(spool, self._spool_failed) if spool is not None and spool.fsync else None
+        )
         self._sender = sender
         self._metrics = metrics
         self._clock = clock
@@ -118,10 +140,12 @@ class Delivery:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> None:
-        """Spawn the workers (async mode only; sync mode needs none)."""
+    def start(self, replay: Sequence[SpoolRecord] = ()) -> None:
+        """Queue ``replay`` (the spool's leftovers), then spawn the workers (async mode only)."""
         if self.settings.mode != "async" or self._workers:
             return
+        self._replay(replay)
+        self._spool_gauges()
         self._workers = [
             asyncio.create_task(self._work(), name=f"delivery-worker-{i}")
             for i in range(self.settings.workers)
@@ -154,11 +178,77 @@ class Delivery:
         left = len(self.queue.clear()) + held
         self._holding.clear()
         self._metrics.queue_depth.set(0)
-        if left:
+        kept = left if self.spool is not None else 0
+        if kept:
+            log.warning("delivery drained; %d event(s) kept in the spool for the next start", kept)
+        elif left:
             self._metrics.drop(DropReason.SHUTDOWN, left)
             log.warning("delivery drained with %d event(s) not delivered", left)
         delivered = int(self._metrics.value("watcher_events_delivered_total") - before)
-        return DrainReport(delivered=delivered, left=left, timed_out=timed_out)
+        return DrainReport(delivered=delivered, left=left, timed_out=timed_out, kept=kept)
+
+    # ---------------------------------------------------------------- spool
+
+    def _replay(self, records: Sequence[SpoolRecord]) -> None:
+        """Queue an earlier process's events, keeping their ids and their age."""
+        if not records:
+            return
+        now, wall = self._clock(), self._wall()
+        for record in records:
+            age = max(0.0, wall - record.written_at)
+            result = self.queue.offer((record.path, record.body), now - age)
+            if result.item is not None:
+                result.item.ticket = record.id
+            else:
+                self._ack(record.id)  # a duplicate of a replayed event, or no room
+                if result.outcome is Offer.COALESCED:
+                    self._metrics.coalesced.inc()
+                else:
+                    self._metrics.drop(DropReason.OVERFLOW)
+            if result.dropped is not None:
+                self._metrics.drop(DropReason.OVERFLOW)
+                self._forget(result.dropped)
+        self._metrics.spool_replayed.inc(len(records))
+        self._metrics.queue_depth.set(len(self.queue))
+        log.info("replayed %d event(s) from the spool (%d queued)", len(records), len(self.queue))
+
+    def _journal(self, item: Pending[EventKey]) -> None:
+        if self.spool is None:
+            return
+        try:
+            item.ticket = self.spool.append(*item.key)
+        except (OSError, SpoolError) as exc:
+            self._spool_failed(exc)
+        self._spool_gauges()
+
+    def _forget(self, item: Pending[EventKey]) -> None:
+        """``item`` is done (delivered or given up): acknowledge it in the spool."""
+        if item.ticket is not None:
+            self._ack(item.ticket)
+            item.ticket = None
+
+    def _ack(self, ticket: int) -> None:
+        if self.spool is None:
+            return
+        try:
+            self.spool.ack(ticket)
+        except (OSError, SpoolError) as exc:
+            self._spool_failed(exc)
+        self._spool_gauges()
+
+    def _spool_gauges(self) -> None:
+        if self.spool is not None:
+            self._metrics.spool_events.set(self.spool.live)
+            self._metrics.spool_bytes.set(self.spool.size_bytes)
+
+    def _spool_failed(self, exc: Exception) -> None:
+        self._metrics.spool_errors.inc()
+        log.error("spool write failed (the event is kept in memory only): %s", exc)
+
+    async def durable(self) -> None:
+        """With ``WATCHER_SPOOL_FSYNC``: wait until every journaled event is on disk."""
+        if self._group_sync is not None:
+            await self._group_sync.wait()
 
     # ---------------------------------------------------------------- async mode
 
@@ -167,6 +257,8 @@ class Delivery:
         if self._closing:
             return Offer.REJECTED
         result = self.queue.offer((path, body), self._clock())
+        if result.item is not None:
+            self._journal(result.item)
         if result.outcome is Offer.COALESCED:
             self._metrics.coalesced.inc()
         elif result.outcome is Offer.REJECTED:
@@ -174,6 +266,7 @@ class Delivery:
             log.warning("delivery queue full (%d); rejected event for %s", len(self.queue), path)
         if result.dropped is not None:
             self._metrics.drop(DropReason.OVERFLOW)
+            self._forget(result.dropped)
             log.warning(
                 "delivery queue full; dropped the oldest event for %s", result.dropped.key[0]
             )
@@ -197,6 +290,7 @@ class Delivery:
             self._holding.add(id(item))
             try:
                 await self._deliver(item)
+                self._forget(item)  # not reached when cancelled: the spool keeps it
             finally:
                 self._holding.discard(id(item))
 

@@ -78,6 +78,27 @@ class WebhookMetrics:
         self.delivered = Counter(
             "watcher_events_delivered", "Events the KCP answered with 2xx", registry=r
         )
+        self.spool_events = Gauge(
+            "watcher_spool_events", "Events in the durable spool not yet acknowledged", registry=r
+        )
+        self.spool_bytes = Gauge(
+            "watcher_spool_bytes", "Bytes of the durable spool's current segment", registry=r
+        )
+        self.spool_replayed = Counter(
+            "watcher_spool_replayed",
+            "Events read back from the spool at start (left by an earlier process)",
+            registry=r,
+        )
+        self.spool_corrupt = Counter(
+            "watcher_spool_corrupt_lines",
+            "Spool lines skipped at start because they were torn or unreadable",
+            registry=r,
+        )
+        self.spool_errors = Counter(
+            "watcher_spool_errors",
+            "Spool writes or fsyncs that failed (the event stays in memory only)",
+            registry=r,
+        )
         for fail in FailReason:
             self.failed_kcp.labels(error_reason=fail.value)
         for drop in DropReason:

@@ -1,8 +1,9 @@
 """The running webhook: ``Webhook`` composes the parts; ``main`` is ``watcher-webhook``.
 
-Start order is TLS → metrics server → KCP client → delivery → HTTPS server, and stop is
-the reverse, so the admission endpoint is the first thing to go (no new events), the queue
-is drained while the KCP client still works, and ``/metrics`` stays up to the end. A part
+Start order is TLS → spool (if ``WATCHER_SPOOL_DIR``, async mode) → metrics server → KCP
+client → delivery (replaying the spool) → HTTPS server, and stop is the reverse, so the
+admission endpoint is the first thing to go (no new events), the queue is drained while
+the KCP client still works, ``/metrics`` stays up to the end and the spool is closed last. A part
 that fails to start unwinds the parts already started (``AsyncExitStack``).
 """
 
@@ -28,6 +29,7 @@ from watcher.webhook.delivery import Delivery, DrainReport
 from watcher.webhook.kcpclient import KcpClient, KcpRequestSetupError, KcpResponse
 from watcher.webhook.metrics import WebhookMetrics
 from watcher.webhook.settings import WebhookSettings, load_settings
+from watcher.webhook.spool import Spool, SpoolError, SpoolRecord
 from watcher.webhook.tlsreload import TLSReloader
 
 log = logging.getLogger("watcher.webhook")
@@ -69,6 +71,7 @@ class Webhook:
         self._stack: AsyncExitStack | None = None
         self._ready = False
         self.delivery: Delivery | None = None
+        self.spool: Spool | None = None
         self.drain_report: DrainReport | None = None
         self.port = 0
         self.metrics_port = 0
@@ -102,6 +105,25 @@ class Webhook:
             self.tls.start()
             stack.push_async_callback(self.tls.stop)
 
+            replay: list[SpoolRecord] = []
+            spool: Spool | None = None
+            if s.delivery.spool_dir is not None and s.delivery.mode == "async":
+                spool = Spool(
+                    s.delivery.spool_dir,
+                    segment_bytes=s.delivery.spool_segment_bytes,
+                    fsync=s.delivery.spool_fsync,
+                )
+                replay = spool.open()
+                stack.callback(spool.close)
+                self.metrics.spool_corrupt.inc(spool.corrupt_lines)
+                if spool.corrupt_lines:
+                    log.warning(
+                        "spool %s: skipped %d torn or unreadable line(s)",
+                        spool.directory,
+                        spool.corrupt_lines,
+                    )
+            self.spool = spool
+
             metrics_runner = web.AppRunner(self._metrics_app(), access_log=None)
             await metrics_runner.setup()
             stack.push_async_callback(metrics_runner.cleanup)
@@ -116,9 +138,14 @@ class Webhook:
                 sender = client
 
             delivery = Delivery(
-                sender, settings=s.delivery, metrics=self.metrics, clock=self._clock, rng=self._rng
+                sender,
+                settings=s.delivery,
+                metrics=self.metrics,
+                clock=self._clock,
+                rng=self._rng,
+                spool=spool,
             )
-            delivery.start()
+            delivery.start(replay)
             stack.push_async_callback(self._drain, delivery)
             self.delivery = delivery
 
@@ -143,11 +170,12 @@ class Webhook:
             self._ready = True
             self._stack = stack.pop_all()
         log.info(
-            "webhook listening on %s (metrics %s, delivery %s, KCP %s)",
+            "webhook listening on %s (metrics %s, delivery %s, KCP %s, spool %s)",
             self.url,
             self.metrics_url,
             s.delivery.mode,
             s.kcp_base_url or "not configured",
+            self.spool.directory if self.spool is not None else "off",
         )
 
     async def _drain(self, delivery: Delivery) -> None:
@@ -254,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(settings))
     except CertificateError as exc:
         print(f"watcher-webhook: certificate error: {exc}", file=sys.stderr)
+        return 2
+    except SpoolError as exc:
+        print(f"watcher-webhook: spool error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"watcher-webhook: cannot start: {exc}", file=sys.stderr)

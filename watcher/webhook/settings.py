@@ -36,6 +36,11 @@ Variable                            Default         Meaning
 ``WATCHER_SYNC_ATTEMPTS``           ``3``           attempts per event in sync mode
 ``WATCHER_SYNC_TIMEOUT_SECONDS``    ``3``           timeout of one POST in sync mode
 ``WATCHER_DRAIN_TIMEOUT_SECONDS``   ``10``          how long shutdown waits for the queue
+``WATCHER_SPOOL_DIR``               (unset)         directory of the durable spool (async);
+                                                    unset → queued events live in memory only
+``WATCHER_SPOOL_FSYNC``             ``false``       ``true``: fsync each admission's event
+                                                    before answering (survives power loss)
+``WATCHER_SPOOL_SEGMENT_BYTES``     ``4194304``     segment size that triggers compaction
 ``WATCHER_TLS_RELOAD_SECONDS``      ``1``           how often the cert files are stat()ed
 ``WATCHER_MAX_BODY_BYTES``          ``8388608``     admission bodies larger than this → 413
 ``WATCHER_LOG_LEVEL``               ``INFO``        ``DEBUG`` logs every admission
@@ -86,6 +91,9 @@ class DeliverySettings:
     sync_attempts: int = 3
     sync_timeout: float = 3.0
     drain_timeout: float = 10.0
+    spool_dir: Path | None = None
+    spool_fsync: bool = False
+    spool_segment_bytes: int = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,22 @@ def _positive_float(raw: str) -> float:
     if not value > 0 or value == float("inf"):
         raise ValueError(raw)
     return value
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError(raw)
+
+
+def _directory(raw: str) -> Path | None:
+    path = Path(raw)
+    if path.exists() and not path.is_dir():
+        raise ValueError(raw)
+    return path
 
 
 def _choice(choices: tuple[T, ...]) -> Callable[[str], T]:
@@ -216,6 +240,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> WebhookSettings:
         sync_attempts=_get(env, "WATCHER_SYNC_ATTEMPTS", 3, _positive_int, pos_i),
         sync_timeout=_get(env, "WATCHER_SYNC_TIMEOUT_SECONDS", 3.0, _positive_float, pos_f),
         drain_timeout=_get(env, "WATCHER_DRAIN_TIMEOUT_SECONDS", 10.0, _positive_float, pos_f),
+        spool_dir=_get(env, "WATCHER_SPOOL_DIR", None, _directory, "a directory path"),
+        spool_fsync=_get(env, "WATCHER_SPOOL_FSYNC", False, _bool, "true or false"),
+        spool_segment_bytes=_get(
+            env, "WATCHER_SPOOL_SEGMENT_BYTES", 4 * 1024 * 1024, _positive_int, pos_i
+        ),
     )
     if delivery.retry_base > delivery.retry_max:
         raise ConfigError(

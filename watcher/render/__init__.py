@@ -19,7 +19,9 @@ from watcher.render.envoy import (
     update_sequence,
 )
 from watcher.render.errors import RenderError
+from watcher.render.kcp_manifests import KcpManifestParams, Runtime, render_kcp_manifests
 from watcher.render.skr_bundle import SkrBundleSettings, render_skr_bundle
+from watcher.render.skr_manifests import SkrManifestParams, render_skr_manifests
 from watcher.render.virtualservice import gateway_dict, render_virtual_service, select_gateways
 from watcher.render.watcher_cr import (
     DEFAULT_GATEWAY_SELECTOR,
@@ -42,9 +44,12 @@ __all__ = [
     "EnvoyConfig",
     "FaultInjection",
     "GatewayListener",
+    "KcpManifestParams",
     "RenderError",
+    "Runtime",
     "ServiceTarget",
     "SkrBundleSettings",
+    "SkrManifestParams",
     "TlsFiles",
     "UpstreamTls",
     "UrlTarget",
@@ -57,7 +62,9 @@ __all__ = [
     "parse_watchers",
     "render_bootstrap",
     "render_envoy",
+    "render_kcp_manifests",
     "render_skr_bundle",
+    "render_skr_manifests",
     "render_virtual_service",
     "render_webhook_configuration",
     "select_gateways",

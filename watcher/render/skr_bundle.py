@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from watcher.errors import CertificateError
 
@@ -35,10 +35,24 @@ class SkrBundleSettings:
     contract: str = "v2"
     image_pull_policy: str = "IfNotPresent"
     health_path: str | None = None
-    """HTTPS path for the probes; ``None`` probes the TLS port with a TCP connect."""
+    """Path of the liveness probe (and of the readiness probe unless ``readiness_path`` is
+    set); ``None`` probes the TLS port with a TCP connect."""
+    readiness_path: str | None = None
+    probe_port: str = "https"
+    """Named container port the HTTP probes use (``metrics`` serves ``/healthz``)."""
+    probe_scheme: Literal["HTTP", "HTTPS"] = "HTTPS"
     cpu_request: str = "10m"
     memory_request: str = "32Mi"
     memory_limit: str = "128Mi"
+    cpu_limit: str | None = None
+    run_as_user: int = NON_ROOT_UID
+    run_as_group: int = NON_ROOT_UID
+    service_account: str | None = None
+    """``None`` runs under the namespace's default ServiceAccount (no token is mounted)."""
+    priority_class: str | None = None
+    writable_tmp: bool = False
+    """Mount an emptyDir at ``/tmp``: the only writable path under a read-only root."""
+    extra_env: tuple[tuple[str, str], ...] = ()
 
 
 def _labels(settings: SkrBundleSettings) -> dict[str, str]:
@@ -85,10 +99,12 @@ def _service(
     }
 
 
-def _probe(settings: SkrBundleSettings, period: int) -> dict[str, Any]:
+def _probe(settings: SkrBundleSettings, period: int, path: str | None) -> dict[str, Any]:
     action: dict[str, Any]
-    if settings.health_path:
-        action = {"httpGet": {"path": settings.health_path, "port": "https", "scheme": "HTTPS"}}
+    if path:
+        action = {
+            "httpGet": {"path": path, "port": settings.probe_port, "scheme": settings.probe_scheme}
+        }
     else:
         action = {"tcpSocket": {"port": "https"}}
     return {**action, "periodSeconds": period, "timeoutSeconds": 2, "failureThreshold": 3}
@@ -111,7 +127,18 @@ def deployment(
         "CA_CERT": f"{SSL_DIR}/ca.crt",
         "KCP_ADDR": kcp_addr,
         "KCP_CONTRACT": settings.contract,
+        **dict(settings.extra_env),
     }
+    limits = {"memory": settings.memory_limit}
+    if settings.cpu_limit:
+        limits["cpu"] = settings.cpu_limit
+    mounts: list[dict[str, Any]] = [{"name": "ssl", "mountPath": SSL_DIR, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "ssl", "secret": {"secretName": settings.tls_secret, "defaultMode": 0o440}}
+    ]
+    if settings.writable_tmp:
+        mounts.append({"name": "tmp", "mountPath": "/tmp"})
+        volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}})
     container = {
         "name": "server",
         "image": image,
@@ -123,22 +150,38 @@ def deployment(
         ],
         "resources": {
             "requests": {"cpu": settings.cpu_request, "memory": settings.memory_request},
-            "limits": {"memory": settings.memory_limit},
+            "limits": limits,
         },
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "privileged": False,
             "readOnlyRootFilesystem": True,
             "runAsNonRoot": True,
-            "runAsUser": NON_ROOT_UID,
-            "runAsGroup": NON_ROOT_UID,
+            "runAsUser": settings.run_as_user,
+            "runAsGroup": settings.run_as_group,
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": [{"name": "ssl", "mountPath": SSL_DIR, "readOnly": True}],
-        "readinessProbe": _probe(settings, 5),
-        "livenessProbe": _probe(settings, 10),
+        "volumeMounts": mounts,
+        "readinessProbe": _probe(settings, 5, settings.readiness_path or settings.health_path),
+        "livenessProbe": _probe(settings, 10, settings.health_path),
     }
+    pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": settings.run_as_user,
+            "runAsGroup": settings.run_as_group,
+            "fsGroup": settings.run_as_group,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if settings.service_account:
+        pod["serviceAccountName"] = settings.service_account
+    if settings.priority_class:
+        pod["priorityClassName"] = settings.priority_class
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -148,23 +191,7 @@ def deployment(
             "selector": {"matchLabels": {"app": settings.name}},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": NON_ROOT_UID,
-                        "runAsGroup": NON_ROOT_UID,
-                        "fsGroup": NON_ROOT_UID,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "containers": [container],
-                    "volumes": [
-                        {
-                            "name": "ssl",
-                            "secret": {"secretName": settings.tls_secret, "defaultMode": 0o440},
-                        }
-                    ],
-                },
+                "spec": pod,
             },
         },
     }

@@ -54,13 +54,16 @@ def render_virtual_service(
     gateways: Iterable[Mapping[str, Any]],
     *,
     contract: Contract = "v2",
+    owner_reference: bool = True,
 ) -> dict[str, Any]:
     """The VirtualService for ``watcher``, bound to the Gateways its selector matches.
 
     Raises ``InvalidWatcher`` when the Watcher has no uid (the owner reference needs one),
     when no Gateway matches, or when the matching Gateways declare no hosts.
+    ``owner_reference=False`` renders it without the owner reference (and without needing
+    a uid): for install manifests written before the Watcher exists in a cluster.
     """
-    if not watcher.metadata.uid:
+    if owner_reference and not watcher.metadata.uid:
         raise InvalidWatcher(
             f"Watcher {watcher.route_name} has no metadata.uid; read it from the API server "
             "before rendering its VirtualService (the owner reference needs the uid)"
@@ -84,23 +87,22 @@ def render_virtual_service(
             "declare no hosts"
         )
     service = watcher.spec.service_info
+    metadata: dict[str, Any] = {"name": watcher.name, "namespace": watcher.namespace}
+    if owner_reference:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "name": watcher.name,
+                "uid": watcher.metadata.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     return {
         "apiVersion": VIRTUAL_SERVICE_API_VERSION,
         "kind": "VirtualService",
-        "metadata": {
-            "name": watcher.name,
-            "namespace": watcher.namespace,
-            "ownerReferences": [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": KIND,
-                    "name": watcher.name,
-                    "uid": watcher.metadata.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
+        "metadata": metadata,
         "spec": {
             "gateways": gateway_refs,
             "hosts": hosts,

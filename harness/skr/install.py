@@ -3,7 +3,9 @@
 :class:`SkrInstallation` is an async context manager per SKR cluster. Entering issues the
 runtime certificate (see :mod:`harness.skr.certs`), writes ``tls.crt``/``tls.key``/``ca.crt``
 into a directory it owns (the "mounted Secret"), creates ``kyma-system`` if missing and the
-Secret ``kyma-system/skr-webhook-tls``, and starts ``watcher-webhook`` as a real process.
+Secret ``kyma-system/skr-webhook-tls``, and starts ``watcher-webhook`` as a real process
+(with its durable spool in ``<directory>/spool`` unless ``spool=False``: it outlives a
+killed webhook, so the restarted one replays the events the killed one had queued).
 :meth:`SkrInstallation.apply_watchers` renders ``skr-webhook`` from all Watchers with an
 URL client config (``https://127.0.0.1:<port>/validate/<manager>``, as envtest wires
 webhooks). Leaving removes the VWC and the Secret, stops the process and deletes the
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import shutil
 import ssl
 import tempfile
@@ -82,6 +85,11 @@ def render_skr_configuration(
         failure_policy=failure_policy,
         timeout_seconds=timeout_seconds,
     )
+
+
+def delivery_is_async(config: WebhookConfig) -> bool:
+    """The spool only serves async delivery (sync mode sends inside the admission)."""
+    return config.extra_env.get("WATCHER_DELIVERY_MODE", config.delivery_mode) == "async"
 
 
 def _is_status(e: client.ApiException, *codes: int) -> bool:
@@ -152,9 +160,11 @@ class SkrInstallation:
         extra_env: dict[str, str] | None = None,
         log_dir: Path | None = None,
         ready_timeout: float = 20.0,
+        spool: bool = True,
     ) -> None:
         """``log_dir`` keeps the webhook log after uninstall (default: inside the owned
-        directory, deleted with it); ``extra_env`` adds ``WATCHER_*`` knobs."""
+        directory, deleted with it); ``extra_env`` adds ``WATCHER_*`` knobs (it wins, so
+        ``WATCHER_SPOOL_DIR=""`` also turns the spool off); ``spool``: see the module."""
         self.cluster = cluster
         self.runtime_id = runtime_id
         self.skr_domain = skr_domain
@@ -173,6 +183,7 @@ class SkrInstallation:
         )
         self._log_dir = log_dir
         self._ready_timeout = ready_timeout
+        self._spool = spool
         self._directory: Path | None = None
         self._leaf: pki.Issued | None = None
         self._webhook: WebhookProcess | None = None
@@ -282,10 +293,13 @@ class SkrInstallation:
             stack.push_async_callback(self._delete_secret)
             await self._put_secret()
             log_dir = self._log_dir or directory
+            config = self._config
+            if self._spool and delivery_is_async(config):
+                config = dataclasses.replace(config, spool_dir=directory / "spool")
             self._webhook = await stack.enter_async_context(
                 WebhookProcess(
                     f"watcher-webhook[{self.cluster.name}]",
-                    self._config,
+                    config,
                     self.tls,
                     log_path=log_dir / f"watcher-webhook-{self.cluster.name}.log",
                     ready_timeout=self._ready_timeout,

@@ -56,6 +56,9 @@ class WebhookConfig:
     delivery_mode: DeliveryMode = "async"
     log_level: str = "INFO"
     tls_reload_seconds: float = 1.0
+    # The durable spool (WATCHER_SPOOL_DIR): the same directory for every incarnation, so a
+    # restarted process replays what a killed one queued. None = events in memory only.
+    spool_dir: Path | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)  # WATCHER_* knobs
 
 
@@ -87,8 +90,9 @@ def webhook_env(
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Upstream's variables (WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR,
-    KCP_CONTRACT) plus loopback hosts, delivery mode and reload interval; ``base`` (default
-    ``os.environ``) provides PATH and the like, ``config.extra_env`` wins over everything."""
+    KCP_CONTRACT) plus loopback hosts, delivery mode, reload interval and spool directory;
+    ``base`` (default ``os.environ``) provides PATH and the like, ``config.extra_env`` wins
+    over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off)."""
     env = dict(os.environ if base is None else base)
     env.update(
         {
@@ -106,6 +110,8 @@ def webhook_env(
             "WATCHER_TLS_RELOAD_SECONDS": f"{config.tls_reload_seconds:g}",
         }
     )
+    if config.spool_dir is not None:
+        env["WATCHER_SPOOL_DIR"] = str(config.spool_dir)
     env.update(config.extra_env)
     return env
 

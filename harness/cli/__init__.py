@@ -1,8 +1,8 @@
 """``watcher-harness``: the harness's command line.
 
 ``run`` runs scenarios and writes reports; ``up`` keeps an environment running for manual
-exploration; ``validate`` checks scenario files; ``list`` shows the scenarios. One module
-per command group.
+exploration; ``validate`` checks scenario files; ``list`` shows the scenarios; ``render``
+writes the installable SKR and KCP manifests. One module per command group.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from harness.cli import run, scenarios, up
+from harness.cli import render, run, scenarios, up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     up.register(sub)
     scenarios.register(sub)
     run.register(sub)
+    render.register(sub)
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     return func(args)

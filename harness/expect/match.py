@@ -5,7 +5,10 @@ applies the coalescing rule of ``harness.churn.truth`` (docs/ground-truth.md):
 
 * a group the truth expects (k >= 1) with no event → *missing*; with events, none received
   after the last cause was sent → *missing* too (the KCP may not have seen the final state);
-* more than k (+ optional) events → *duplicate* (the excess);
+* more than k (+ optional) events → *duplicate* (the excess), unless the API server
+  admitted writes of that (manager, runtime id) more than once: ``repeats`` gives how many
+  repeated admissions it made (``harness.churn.admissions``); duplicates up to that many
+  events are *repeated admissions*, reported but not a failure;
 * an event for a group the truth does not expect → *wrong listener* if the truth expects
   that runtime and object at another manager, *wrong runtime* if it expects that manager
   and object from another runtime id, else *spurious*.
@@ -19,14 +22,16 @@ earliest of those ``sent_at``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from harness.churn.truth import Cause, EventKey, ExpectedEvent, Truth
 from watcher.model import GroupVersionKind
 
-Problem = Literal["missing", "spurious", "duplicate", "wrong-listener", "wrong-runtime"]
+Problem = Literal[
+    "missing", "spurious", "duplicate", "wrong-listener", "wrong-runtime", "repeated-admission"
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,8 @@ class MatchResult:
     wrong_listener: tuple[Finding, ...] = ()
     wrong_runtime: tuple[Finding, ...] = ()
     latencies: tuple[LatencySample, ...] = ()
+    repeated: tuple[Finding, ...] = ()
+    """Excess events explained by repeated admissions (not findings: the rule allows them)."""
     matched: int = 0
     """Expected groups whose events satisfy the rule."""
     ignored: int = 0
@@ -118,7 +125,10 @@ class MatchResult:
             if v
         )
         head = f"{self.matched} objects matched" + (f"; {counts}" if counts else "")
-        return "\n".join([head, *(f.describe() for f in self.findings)])
+        if self.repeated:
+            head += f" ({len(self.repeated)} with an extra event from a repeated admission)"
+        lines = [f.describe() for f in self.findings + self.repeated]
+        return "\n".join([head, *lines])
 
 
 def _plural(n: int) -> str:
@@ -136,8 +146,14 @@ def match_events(
     received: Iterable[ReceivedEvent],
     *,
     scope_to_churn: bool = True,
+    repeats: Mapping[tuple[str, str], int] | None = None,
 ) -> MatchResult:
-    """Compare ``received`` with the expectation; see the module doc for the rule."""
+    """Compare ``received`` with the expectation; see the module doc for the rule.
+
+    ``repeats``: (manager, runtime id) → admissions the API server made beyond one per
+    write; excess events up to that many (per pair, whole groups in key order) are
+    reported as ``repeated``, not as duplicates."""
+    allowance = dict(repeats or {})
     expected = truth.expected if isinstance(truth, Truth) else tuple(truth)
     objects = truth.objects if isinstance(truth, Truth) and scope_to_churn else None
     by_key = {e.key: e for e in expected}
@@ -176,16 +192,23 @@ def match_events(
             )
             ok = False
         if len(events) > high:
-            out["duplicate"].append(
+            excess = len(events) - high
+            pool = (key.manager, key.runtime_id)
+            explained = excess <= allowance.get(pool, 0)
+            if explained:
+                allowance[pool] -= excess
+            problem: Problem = "repeated-admission" if explained else "duplicate"
+            out[problem].append(
                 Finding(
-                    "duplicate",
+                    problem,
                     key,
                     f"at most {_plural(high)} ({_expected_text(exp)})",
-                    f"{_plural(len(events))} ({len(events) - high} too many)",
+                    f"{_plural(len(events))} ({excess} too many)"
+                    + (", explained by repeated admissions" if explained else ""),
                     times,
                 )
             )
-            ok = False
+            ok = ok and explained
         matched += ok and low > 0
         latencies.extend(_latencies(key, exp.causes, times))
 
@@ -216,6 +239,7 @@ def match_events(
         wrong_listener=tuple(out["wrong-listener"]),
         wrong_runtime=tuple(out["wrong-runtime"]),
         latencies=tuple(latencies),
+        repeated=tuple(out["repeated-admission"]),
         matched=matched,
         ignored=ignored,
     )

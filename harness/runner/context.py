@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.churn.admissions import AdmissionCounts
 from harness.churn.model import ExecutedMutation, Mutation
 from harness.churn.plan import ChurnSpec
 from harness.churn.runner import ChurnRun
@@ -36,6 +37,11 @@ class ChurnRecord:
     task: asyncio.Task[None] | None = None
     result: ChurnRun | None = None
     verified: bool = False
+    ended_at: float | None = None
+    admissions_before: dict[str, AdmissionCounts | None] = field(default_factory=dict)
+    admissions_after: dict[str, AdmissionCounts | None] = field(default_factory=dict)
+    """Per SKR: the API server's webhook call counters before and after the churn
+    (``harness.churn.admissions``; ``None`` where they could not be read)."""
 
     @property
     def finished(self) -> bool:
@@ -98,6 +104,10 @@ class RunContext:
         return tuple(
             Rule.from_watcher(v.watcher, since=v.since, until=v.until) for v in self.watchers
         )
+
+    def webhook_managers(self) -> dict[str, str]:
+        """Webhook name → manager, for every Watcher the scenario had at any time."""
+        return {v.watcher.webhook_name: v.watcher.manager for v in self.watchers}
 
     def watcher_namespace(self, name: str) -> str | None:
         for v in reversed(self.watchers):

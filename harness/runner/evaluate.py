@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from harness.churn.admissions import admissions_made, admissions_routed, repeated_admissions
+from harness.churn.truth import Truth as ChurnTruth
 from harness.churn.truth import ground_truth
 from harness.environment import KCP_NAMESPACE, ObservedEvent
 from harness.expect.checks import (
@@ -33,6 +35,7 @@ from harness.scenario import (
     ReconcileExpectation,
     RejectionExpectation,
     Truth,
+    WriteLatency,
 )
 from watcher.model import GroupVersionKind
 
@@ -122,9 +125,51 @@ def churns_for_truth(ctx: RunContext) -> list[ChurnRecord]:
     return pending or list(ctx.churns)
 
 
+def repeats(
+    ctx: RunContext, churns: Sequence[ChurnRecord], truth: ChurnTruth
+) -> dict[tuple[str, str], int]:
+    """(manager, runtime id) → admissions the SKR API servers made beyond one per routed
+    write during ``churns`` (see :mod:`harness.churn.admissions`). A cluster whose churns
+    overlap in time, or whose counters could not be read, gets none."""
+    webhooks = ctx.webhook_managers()
+    made: dict[str, dict[str, int] | None] = {}
+    intervals: dict[str, list[tuple[float, float]]] = {}
+    for churn in churns:
+        end = churn.ended_at
+        for cluster in churn.spec.clusters:
+            counted = admissions_made(
+                churn.admissions_before.get(cluster), churn.admissions_after.get(cluster), webhooks
+            )
+            if end is None or counted is None or (cluster in made and made[cluster] is None):
+                made[cluster] = None
+                continue
+            spans = intervals.setdefault(cluster, [])
+            if any(s < end and churn.started_at < e for s, e in spans):
+                made[cluster] = None  # overlapping churns would count each other's writes
+                continue
+            spans.append((churn.started_at, end))
+            total = made.setdefault(cluster, {})
+            assert total is not None
+            for m, n in counted.items():
+                total[m] = total.get(m, 0) + n
+    executed = [e for c in churns for e in c.executed]
+    other_writes = {
+        cluster: sum(
+            1
+            for w in ctx.writes
+            if w.cluster == cluster and any(s <= w.sent_at <= e for s, e in spans)
+        )
+        for cluster, spans in intervals.items()
+    }
+    return repeated_admissions(
+        admissions_routed(truth, executed), made, ctx.runtime_ids, other_writes=other_writes
+    )
+
+
 def match(ctx: RunContext, churns: Sequence[ChurnRecord], manager: str | None) -> MatchResult:
     executed = [e for c in churns for e in c.executed]
     truth = ground_truth(executed, ctx.rules(), ctx.runtime_ids, settle=ctx.settle)
+    repeated = repeats(ctx, churns, truth)
     if manager is not None:
         truth = dataclasses.replace(truth, expected=truth.for_manager(manager))
     start = min(c.started_at for c in churns)
@@ -133,7 +178,7 @@ def match(ctx: RunContext, churns: Sequence[ChurnRecord], manager: str | None) -
         for e in received(ctx.session.events)
         if e.received_at >= start and (manager is None or e.manager == manager)
     ]
-    return match_events(truth, got)
+    return match_events(truth, got, repeats=repeated)
 
 
 def truth(ctx: RunContext, t: Truth) -> Check:
@@ -207,3 +252,28 @@ def latency(ctx: RunContext, lat: Latency, since: float) -> Check:
         "; ".join(v.actual for v in verdicts) + f" (n={len(samples)})",
     )
     return Check("latency", subject, verdict, latencies=tuple(samples))
+
+
+def write_round_trips(ctx: RunContext, cluster: str | None, since: float) -> list[float]:
+    """acked - sent of every accepted churn write in the window (``cluster``: one SKR's)."""
+    churns = [c for c in ctx.churns if c.started_at >= since or not c.verified]
+    return [
+        e.acked_at - e.sent_at
+        for c in churns
+        for e in c.executed
+        if e.ok and (cluster is None or e.mutation.cluster == cluster)
+    ]
+
+
+def writes(ctx: RunContext, w: WriteLatency, since: float) -> Check:
+    samples = write_round_trips(ctx, w.cluster, since)
+    subject = f"write round trip ({w.cluster or 'every SKR'}, admission included)"
+    verdicts = check_latency(samples, LatencyBounds(w.p50, w.p99, w.max), subject=subject)
+    ok = all(v.ok for v in verdicts)
+    verdict = Verdict(
+        ok,
+        "; ".join(v.text for v in verdicts),
+        "; ".join(v.expected for v in verdicts),
+        "; ".join(v.actual for v in verdicts) + f" (n={len(samples)})",
+    )
+    return Check("writes", subject, verdict)

@@ -9,16 +9,18 @@ stand-in and the listeners' metrics.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import aiohttp
 
+from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation
 from harness.clusters.ports import LOOPBACK
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
@@ -28,6 +30,7 @@ from harness.kube import Resource, create, create_or_replace, delete, merge_patc
 from harness.report.model import ProcessRecordLike
 from harness.scenario import KCP, ResourceRef
 from harness.scenario.expectations import gateway_stat_name
+from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
 from watcher.render.envoy_settings import GatewayListener
 
@@ -125,6 +128,25 @@ async def send_request(
         return HttpOutcome(refused=True, detail=f"{type(exc).__name__}: {exc}")
 
 
+PROBE_OVERRIDES: Mapping[str, Callable[[], CertificateOverride]] = {
+    "foreign": CertificateOverride.foreign_ca,
+    "expired": CertificateOverride.expired,
+    "not-yet-valid": CertificateOverride.not_yet_valid,
+    "empty-cn": CertificateOverride.empty_cn,
+}
+
+
+def probe_certificate(ca: pki.CertificateAuthority, kind: str) -> pki.Issued:
+    """A fresh client certificate of ``kind`` (``foreign``: from a CA nobody trusts;
+    ``expired``, ``not-yet-valid``, ``empty-cn``: from ``ca``, the KCP's current CA)."""
+    if kind not in PROBE_OVERRIDES:
+        raise ValueError(
+            f"unknown probe certificate {kind!r}; use one of {sorted(PROBE_OVERRIDES)}"
+        )
+    override = PROBE_OVERRIDES[kind]()
+    return issue_webhook_certificate(ca, FOREIGN_RUNTIME_ID, FOREIGN_SKR_DOMAIN, override)
+
+
 class Session(Protocol):
     """The environment as the actions see it."""
 
@@ -177,6 +199,11 @@ class Session(Protocol):
 
     async def metrics_snapshot(self) -> dict[str, float]: ...
 
+    async def admission_counts(self, cluster: str) -> AdmissionCounts | None:
+        """SKR ``cluster``'s API server: validating webhook calls by webhook name
+        (``None`` if unreadable, e.g. the API server is down)."""
+        ...
+
     async def request(
         self,
         cluster: str | None,
@@ -184,9 +211,12 @@ class Session(Protocol):
         path: str,
         headers: Mapping[str, str],
         body: Mapping[str, Any] | str | None,
+        *,
+        certificate: str = "foreign",
     ) -> HttpOutcome:
         """One HTTPS request to the KCP gateway with SKR ``cluster``'s client certificate,
-        or (``None``) one from a CA the KCP does not trust."""
+        or (``None``) a fresh broken one of kind ``certificate`` (see
+        :func:`probe_certificate`)."""
         ...
 
 
@@ -236,6 +266,8 @@ class LiveSession:
         path: str,
         headers: Mapping[str, str],
         body: Mapping[str, Any] | str | None,
+        *,
+        certificate: str = "foreign",
     ) -> HttpOutcome:
         trusted = self.env.rotation.bundle_pem
         url = f"{self.env.gateway.url}{path}"
@@ -243,9 +275,8 @@ class LiveSession:
             tls = self.env.fleet[cluster].tls
             context = client_context(trusted, tls.tls_cert, tls.tls_key)
             return await send_request(url, context, method, headers, body)
-        foreign = pki.create_ca("foreign-ca")
-        leaf = pki.issue_runtime_certificate(foreign, FOREIGN_RUNTIME_ID, FOREIGN_SKR_DOMAIN)
-        with tempfile.TemporaryDirectory(prefix="foreign-client-") as tmp:
+        leaf = probe_certificate(self.env.rotation.ca, certificate)
+        with tempfile.TemporaryDirectory(prefix=f"{certificate}-client-") as tmp:
             cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
             cert.write_bytes(leaf.cert_pem)
             key.write_bytes(leaf.key_pem)
@@ -323,6 +354,22 @@ class LiveSession:
         for inst in env.fleet:
             records.extend(inst.webhook.records)
         return list(records)
+
+    async def admission_counts(self, cluster: str) -> AdmissionCounts | None:
+        target = self.env.clusters.clusters.get(cluster)
+        if target is None:
+            return None
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client,
+                client.get(f"{target.server}/metrics", ssl=target.ssl_context()) as response,
+            ):
+                if response.status != 200:
+                    return None
+                text = await response.text()
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return None
+        return await asyncio.to_thread(webhook_calls, text)
 
     async def metrics_snapshot(self) -> dict[str, float]:
         """Every SKR webhook's metrics, prefixed ``webhook/<skr>:``."""

@@ -14,6 +14,7 @@ from harness.scenario.expectations import (
     ReconcileExpectation,
     RejectionExpectation,
     Truth,
+    WriteLatency,
 )
 from harness.scenario.kymas import Kyma, default_kymas
 from harness.scenario.loader import (
@@ -105,6 +106,7 @@ __all__ = [
     "WatcherChange",
     "WatcherDef",
     "WatcherOp",
+    "WriteLatency",
     "default_kymas",
     "dump_scenario",
     "format_duration",

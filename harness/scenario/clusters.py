@@ -29,6 +29,7 @@ class CertificateKind(StrEnum):
     EXPIRED = "expired"
     NOT_YET_VALID = "not-yet-valid"
     FOREIGN_CA = "foreign-ca"
+    EMPTY_CN = "empty-cn"
 
 
 class Certificate(Model):
@@ -60,6 +61,8 @@ class Certificate(Model):
                 return CertificateOverride.not_yet_valid()
             case CertificateKind.FOREIGN_CA:
                 return CertificateOverride.foreign_ca()
+            case CertificateKind.EMPTY_CN:
+                return CertificateOverride.empty_cn()
 
 
 class Skr(Model):

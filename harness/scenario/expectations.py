@@ -157,6 +157,23 @@ class Latency(Model):
         return self
 
 
+class WriteLatency(Model):
+    """Bounds on the churn writes' round trip in this window: sent → the API server's
+    answer, accepted writes only (``cluster``: one SKR's). Every admission webhook call is
+    inside that round trip, so this is how a scenario says admissions stayed fast."""
+
+    cluster: DnsLabel | None = None
+    p50: Duration | None = None
+    p99: Duration | None = None
+    max: Duration | None = None
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> WriteLatency:
+        if self.p50 is None and self.p99 is None and self.max is None:
+            raise ValueError("writes needs at least one of p50, p99, max")
+        return self
+
+
 class Expect(Model):
     within: PositiveDuration = DEFAULT_WITHIN
     events: tuple[EventExpectation, ...] = ()
@@ -165,6 +182,7 @@ class Expect(Model):
     rejections: tuple[RejectionExpectation, ...] = ()
     metrics: tuple[MetricExpectation, ...] = ()
     latency: Latency | None = None
+    writes: WriteLatency | None = None
 
     @model_validator(mode="after")
     def _something(self) -> Expect:
@@ -175,10 +193,11 @@ class Expect(Model):
             or self.rejections
             or self.metrics
             or self.latency
+            or self.writes
         ):
             raise ValueError(
                 "expect needs at least one of events, truth, reconciles, rejections, "
-                "metrics, latency"
+                "metrics, latency, writes"
             )
         return self
 

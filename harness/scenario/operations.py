@@ -121,10 +121,23 @@ class KcpFault(Model):
 
 
 class RotateFault(Model):
-    """Rotate the SKRs' leaf certificates or the KCP CA (``clusters`` empty = every SKR)."""
+    """Rotate the SKRs' leaf certificates (``clusters`` empty = every SKR) or the KCP CA
+    (new CA prepended to the trusted bundles, every leaf re-issued), or drop the old CA
+    from every bundle after a CA rotation (``drop-old-ca``)."""
 
-    rotate: Literal["leaf", "ca"]
+    rotate: Literal["leaf", "ca", "drop-old-ca"]
     clusters: tuple[DnsLabel, ...] = ()
+
+    @model_validator(mode="after")
+    def _clusters_only_for_leaf(self) -> RotateFault:
+        if self.clusters and self.rotate != "leaf":
+            raise ValueError(f"rotate: {self.rotate} covers every SKR; clusters is for leaf only")
+        return self
+
+    @property
+    def action(self) -> str:
+        """The ``certificates`` fault action: ``rotate-leaf``, ``rotate-ca``, ``drop-old-ca``."""
+        return self.rotate if self.rotate == "drop-old-ca" else f"rotate-{self.rotate}"
 
 
 def _fault_tag(value: Any) -> str | None:
@@ -201,13 +214,18 @@ class RequestExpect(Model):
         return "status in " + ", ".join(str(s) for s in self.status_in)
 
 
+REQUEST_CERTIFICATES = ("foreign", "expired", "not-yet-valid", "empty-cn")
+RequestCertificate = Literal["foreign", "expired", "not-yet-valid", "empty-cn"]
+
+
 class Request(Model):
     """One HTTPS request to the KCP gateway, presenting the client certificate and key of
-    SKR ``cluster`` or (``certificate: foreign``) a fresh one from a CA the KCP does not
-    trust. ``body``: an object (sent as JSON) or a string (sent as it is)."""
+    SKR ``cluster`` or a fresh broken one (``certificate``): ``foreign`` (a CA the KCP does
+    not trust), ``expired``, ``not-yet-valid`` or ``empty-cn`` (no Subject CN; the last
+    three signed by the KCP CA). ``body``: an object (sent as JSON) or a string (as it is)."""
 
     cluster: DnsLabel | None = None
-    certificate: Literal["foreign"] | None = None
+    certificate: RequestCertificate | None = None
     path: str = Field(pattern=REQUEST_PATH_PATTERN)
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict)
@@ -219,14 +237,14 @@ class Request(Model):
         if (self.cluster is None) == (self.certificate is None):
             raise ValueError(
                 "request needs exactly one of cluster (an SKR's certificate) or "
-                "certificate: foreign"
+                "certificate: foreign|expired|not-yet-valid|empty-cn"
             )
         return self
 
     @property
     def identity(self) -> str:
-        """Who the request claims to be: the SKR's name or ``foreign``."""
-        return self.cluster or "foreign"
+        """Who the request claims to be: the SKR's name or the certificate kind."""
+        return self.cluster or self.certificate or "foreign"
 
 
 # One wrapper per operation key --------------------------------------------------------------

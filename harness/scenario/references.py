@@ -298,6 +298,8 @@ class _Checker:
             self.target((*loc, "metrics", k, "target"), m.target, allow_apiserver=False)
         if e.latency is not None:
             self.manager((*loc, "latency", "manager"), e.latency.manager)
+        if e.writes is not None and e.writes.cluster is not None:
+            self.cluster((*loc, "writes", "cluster"), e.writes.cluster, skr_only=True)
 
 
 def check_references(scenario: Scenario) -> list[Problem]:

@@ -4,7 +4,7 @@ Pure (no I/O). One certificate is both the webhook's serving certificate (the lo
 server calls it by IP, hence the IP SAN ``127.0.0.1``) and its mTLS client certificate
 towards KCP (CN = runtime id). A :class:`CertificateOverride` turns it into what a fault
 scenario needs: a wrong SAN (issued for another SKR domain), expired, not yet valid, or
-signed by a CA the KCP does not trust.
+signed by a CA the KCP does not trust, or without a Subject CN (no runtime id).
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ class CertificateOverride:
 
     ``skr_domain`` issues for another domain (the SAN no longer matches the Kyma's
     ``skr-domain`` annotation); ``not_before``/``validity`` move the validity window;
-    ``ca`` signs with a foreign CA. Use the constructors for the usual scenarios.
+    ``ca`` signs with a foreign CA; ``common_name`` replaces the runtime id as Subject CN
+    (``""``: no CN at all). Use the constructors for the usual scenarios.
     """
 
     skr_domain: str | None = None
     not_before: dt.datetime | None = None
     validity: dt.timedelta | None = None
     ca: pki.CertificateAuthority | None = None
+    common_name: str | None = None
 
     @classmethod
     def wrong_san(cls, skr_domain: str = "wrong.skr.invalid") -> CertificateOverride:
@@ -55,6 +57,11 @@ class CertificateOverride:
         """Signed by ``ca`` (default: a fresh CA nobody trusts)."""
         return cls(ca=ca or pki.create_ca("foreign-ca"))
 
+    @classmethod
+    def empty_cn(cls) -> CertificateOverride:
+        """No Subject CN: a valid chain that carries no runtime id."""
+        return cls(common_name="")
+
     @property
     def is_default(self) -> bool:
         return self == CertificateOverride()
@@ -70,6 +77,20 @@ def issue_webhook_certificate(
 ) -> pki.Issued:
     """The runtime certificate: CN ``runtime_id``; DNS SANs the SKR domain, the webhook
     Service names and ``localhost``; IP SAN ``127.0.0.1``; then ``override`` applied."""
+    if override.common_name is not None:
+        return pki.issue(
+            override.ca or ca,
+            override.common_name,
+            dns_names=[
+                override.skr_domain or skr_domain,
+                *pki.WEBHOOK_SERVICE_SANS,
+                *LOCAL_DNS_NAMES,
+            ],
+            ip_addresses=LOCAL_IP_ADDRESSES,
+            validity=override.validity or pki.RUNTIME_VALIDITY,
+            not_before=override.not_before,
+            now=now,
+        )
     return pki.issue_runtime_certificate(
         override.ca or ca,
         runtime_id,

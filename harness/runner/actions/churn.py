@@ -1,8 +1,13 @@
 """``churn``: a seeded plan of writes on SKRs, executed at its rate and recorded as ground
 truth. In the foreground the operation ends with the churn; with ``background: true`` it
-returns at once and later ``truth``/``latency`` expectations wait for it."""
+returns at once and later ``truth``/``latency`` expectations wait for it. The SKR API
+servers' webhook call counters are read before and after, so the truth knows how many
+admissions were repeated (``harness.churn.admissions``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from harness.aio import spawn
 from harness.churn.model import ExecutedMutation
@@ -28,11 +33,18 @@ def churn_spec(op: Churn, index: int) -> ChurnSpec:
     )
 
 
+async def admission_counts(ctx: RunContext, clusters: Sequence[str]) -> dict[str, Any]:
+    """Each SKR API server's webhook call counters (``None`` where unreadable)."""
+    return {c: await ctx.session.admission_counts(c) for c in clusters}
+
+
 async def execute(ctx: RunContext, record: ChurnRecord) -> None:
     def executed(item: ExecutedMutation) -> None:
         record.executed.append(item)
         ctx.executed(item)
 
+    clusters = record.spec.clusters
+    record.admissions_before = await admission_counts(ctx, clusters)
     record.result = await run_churn(
         record.plan,
         ctx.session.write,
@@ -40,6 +52,9 @@ async def execute(ctx: RunContext, record: ChurnRecord) -> None:
         clock=ctx.clock,
         on_executed=executed,
     )
+    # Every accepted write was admitted before its answer: the counters are final.
+    record.admissions_after = await admission_counts(ctx, clusters)
+    record.ended_at = ctx.clock()
 
 
 async def run(ctx: RunContext, op: Churn) -> None:

@@ -5,8 +5,9 @@ hold.
 Polling ends early when every entry holds — after a short grace period if an entry has an
 upper bound (``exactly``, ``atMost``, ``none``, ``truth``), so an event arriving just after
 the first match is still counted — or when every failing entry can no longer change (a
-count already above its upper bound). ``truth`` and ``latency`` first wait for background
-churns to end. The window is then closed: the next ``expect`` of the step counts from now.
+count already above its upper bound). ``truth``, ``latency`` and ``writes`` first wait for
+background churns to end. The window is then closed: the next ``expect`` of the step counts
+from now.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ async def evaluate_all(ctx: RunContext, expect: Expect, since: float) -> list[Ch
     checks += [await evaluate.metric(ctx, m) for m in expect.metrics]
     if expect.latency is not None:
         checks.append(evaluate.latency(ctx, expect.latency, since))
+    if expect.writes is not None:
+        checks.append(evaluate.writes(ctx, expect.writes, since))
     return checks
 
 
@@ -68,7 +71,7 @@ async def poll(ctx: RunContext, expect: Expect, since: float) -> list[Check]:
 
 
 async def run(ctx: RunContext, expect: Expect) -> None:
-    if expect.truth is not None or expect.latency is not None:
+    if expect.truth is not None or expect.latency is not None or expect.writes is not None:
         await wait_for_churns(ctx)
     since = ctx.window_start
     started = time.monotonic()

@@ -33,6 +33,6 @@ async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault) -> Non
             )
     else:
         params = {"skrs": list(op.clusters)} if op.rotate == "leaf" and op.clusters else {}
-        record = await ctx.session.fault("certificates", f"rotate-{op.rotate}", **params)
-        target, action, detail = "certificates", f"rotate-{op.rotate}", record.detail
+        record = await ctx.session.fault("certificates", op.action, **params)
+        target, action, detail = "certificates", op.action, record.detail
     ctx.report.event(TimelineKind.FAULT, target, action, detail, at=at)

@@ -1,6 +1,6 @@
 """``request``: one HTTPS request through the KCP gateway with an SKR's client certificate
-(or a foreign one) and the outcome it must get; recorded in the timeline and as one
-expectation (expected vs actual outcome)."""
+(or a broken one: foreign, expired, not yet valid, no CN) and the outcome it must get;
+recorded in the timeline and as one expectation (expected vs actual outcome)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,12 @@ def description(op: Request) -> str:
 async def run(ctx: RunContext, op: Request) -> None:
     at = ctx.clock()
     started = time.monotonic()
-    outcome = await ctx.session.request(op.cluster, op.method, op.path, op.headers, op.body)
+    if op.cluster is not None:
+        outcome = await ctx.session.request(op.cluster, op.method, op.path, op.headers, op.body)
+    else:
+        outcome = await ctx.session.request(
+            None, op.method, op.path, op.headers, op.body, certificate=op.certificate or "foreign"
+        )
     duration = time.monotonic() - started
     passed = op.expect.holds(outcome.status, outcome.refused)
     actual = outcome.describe()

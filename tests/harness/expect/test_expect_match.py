@@ -142,3 +142,22 @@ def test_latency_samples_start_at_the_first_new_cause() -> None:
 def test_describe_summarises() -> None:
     result = match_events(truth(expected(1.0)), [])
     assert result.describe().splitlines()[0] == "0 objects matched; 1 missing"
+
+
+def test_a_repeated_admission_explains_one_extra_event_per_admission() -> None:
+    exp = expected(1.0)
+    two = got(2.0, 3.0)
+    assert [f.problem for f in match_events(truth(exp), two).findings] == ["duplicate"]
+    result = match_events(truth(exp), two, repeats={("cm-mgr", "rt-a"): 1})
+    assert result.ok and result.matched == 1
+    assert [f.problem for f in result.repeated] == ["repeated-admission"]
+    assert "1 with an extra event from a repeated admission" in result.describe()
+    # Another runtime's or manager's repeats explain nothing here.
+    other = match_events(truth(exp), two, repeats={("cm-mgr", "rt-b"): 1, ("x", "rt-a"): 5})
+    assert [f.problem for f in other.findings] == ["duplicate"]
+    # Two extra events need two repeated admissions; one is not enough.
+    three = got(2.0, 3.0, 4.0)
+    short = match_events(truth(exp), three, repeats={("cm-mgr", "rt-a"): 1})
+    assert [f.problem for f in short.findings] == ["duplicate"] and not short.repeated
+    enough = match_events(truth(exp), three, repeats={("cm-mgr", "rt-a"): 2})
+    assert enough.ok and "(2 too many), explained by repeated admissions" in enough.describe()

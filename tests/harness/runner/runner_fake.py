@@ -44,6 +44,8 @@ class FakeSession:
     objects: dict[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
     on_write: Callable[[str, str, str, float], None] | None = None
     mutations: list[Mutation] = field(default_factory=list)
+    admission_counter: Callable[[str], Mapping[str, float] | None] | None = None
+    """Plays an SKR API server's webhook call counters (default: unreadable)."""
 
     # -- observation ---------------------------------------------------------------
     def reconciles(
@@ -65,6 +67,9 @@ class FakeSession:
 
     async def metrics_snapshot(self) -> dict[str, float]:
         return {f"{t}:{n}": v for (t, n), v in self.metrics.items()}
+
+    async def admission_counts(self, cluster: str) -> Mapping[str, float] | None:
+        return None if self.admission_counter is None else self.admission_counter(cluster)
 
     def processes(self) -> list[FakeRecord]:
         return [FakeRecord("fake-apiserver", 1, ("fake",), 0, Path("/nonexistent/fake.log"))]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from runner_fake import FakeSession, event, opener, reconcile
 
+from harness.churn.model import Mutation
 from harness.churn.truth import ground_truth
 from harness.kcp.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
@@ -289,3 +291,90 @@ async def test_latency_of_plain_writes() -> None:
     assert result.passed, result.actual
     assert result.actual.endswith("(n=1)")
     assert 0.09 <= float(result.actual.split()[0]) < 1.0
+
+
+@pytest.mark.parametrize("repeated", [0, 1])
+async def test_a_duplicate_passes_only_with_a_repeated_admission(repeated: int) -> None:
+    """One group gets one event too many. The fake API server's webhook counter shows
+    ``repeated`` admissions beyond the routed writes: 1 explains the extra event, 0 does
+    not (the oracle only forgives what the API server really did)."""
+    session = FakeSession()
+    contexts: list[RunContext] = []
+
+    def routed() -> int:
+        ctx = contexts[0]
+        executed = [e for c in ctx.churns for e in c.executed]
+        return len(ground_truth(executed, ctx.rules(), ctx.runtime_ids).deliveries)
+
+    def counter(cluster: str) -> dict[str, float]:
+        names = contexts[0].webhook_managers()
+        done = bool(contexts[0].churns and contexts[0].churns[-1].executed)
+        return {name: float(routed() + (repeated if done else 0)) for name in names}
+
+    session.admission_counter = counter
+
+    async def webhook() -> None:
+        """One event per last cause, plus one extra for the first group."""
+        delivered: dict[object, object] = {}
+        while True:
+            await asyncio.sleep(0.02)
+            if not contexts or not contexts[0].churns or not contexts[0].churns[0].finished:
+                continue
+            ctx = contexts[0]
+            executed = [e for c in ctx.churns for e in c.executed]
+            truth = ground_truth(executed, ctx.rules(), ctx.runtime_ids)
+            for i, exp in enumerate(truth.expected):
+                if exp.last_cause is not None and exp.key not in delivered:
+                    delivered[exp.key] = exp.last_cause
+                    for _ in range(exp.required + (1 if i == 0 else 0)):
+                        session.events.append(
+                            event(exp.manager, exp.runtime_id, exp.key.namespace, exp.key.name)
+                        )
+
+    import harness.runner.scenario as scenario_module
+
+    original = scenario_module.RunContext
+
+    def capture(*args: object, **kwargs: object) -> RunContext:
+        ctx = original(*args, **kwargs)  # type: ignore[arg-type]
+        contexts.append(ctx)
+        return ctx
+
+    task = asyncio.create_task(webhook())
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(scenario_module, "RunContext", capture)
+            report = await run(CHURN.replace("BACKGROUND", "false"), session)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    truth = report.expectations[0]
+    if repeated:
+        assert truth.passed, truth.actual
+        assert "1 with an extra event from a repeated admission" in truth.actual
+        assert "repeated-admission: manager=lifecycle-manager" in truth.actual
+    else:
+        assert not truth.passed
+        assert "duplicate: manager=lifecycle-manager" in truth.actual
+
+
+@pytest.mark.parametrize(("bound", "passed"), [("1s", True), ("1ms", False)])
+async def test_writes_bound_the_churn_write_round_trip(bound: str, passed: bool) -> None:
+    """The fake session answers at once, so the round trip is tiny; a bound below it fails."""
+
+    class SlowWrites(FakeSession):
+        async def write(self, mutation: Mutation) -> Any:
+            await asyncio.sleep(0.005)
+            return await super().write(mutation)
+
+    session = SlowWrites()
+    text = CHURN.replace("BACKGROUND", "false").replace(
+        "          truth: {manager: lifecycle-manager}\n          latency: {p50: 1s, max: 2s}\n",
+        f"          writes: {{cluster: skr-a, p99: {bound}, max: {bound}}}\n",
+    )
+    report = await run(text, session)
+    (result,) = report.expectations
+    assert result.kind == "writes"
+    assert result.passed is passed, result.actual
+    assert result.actual.endswith(f"(n={len(session.mutations)})")
+    assert float(result.actual.split()[0]) >= 0.005

@@ -28,6 +28,7 @@ HEAD = "name: req\nclusters: {skrs: [{name: skr-a}, {name: skr-b}]}\n"
 class RequestSession(FakeSession):
     outcome: HttpOutcome = field(default_factory=lambda: HttpOutcome(status=200))
     sent: list[tuple[str | None, str, str, dict[str, str], Any]] = field(default_factory=list)
+    certificates: list[str] = field(default_factory=list)
 
     async def request(
         self,
@@ -36,8 +37,11 @@ class RequestSession(FakeSession):
         path: str,
         headers: Mapping[str, str],
         body: Mapping[str, Any] | str | None,
+        *,
+        certificate: str = "foreign",
     ) -> HttpOutcome:
         self.sent.append((cluster, method, path, dict(headers), body))
+        self.certificates.append(certificate)
         if self.outcome.status == 200 and cluster is not None:
             self.events.append(event("lifecycle-manager", f"runtime-{cluster}", "ns", "obj"))
         return self.outcome
@@ -112,6 +116,7 @@ async def test_refused_is_expected_for_a_foreign_certificate() -> None:
     report = await run(text, session)
     assert report.status is Status.PASSED
     assert session.sent[0][0] is None
+    assert session.certificates == ["foreign"]
     assert report.expectations[0].actual == "refused (reset)"
     assert [e.source for e in report.timeline if e.object.startswith("POST")] == ["foreign"]
 
@@ -119,6 +124,45 @@ async def test_refused_is_expected_for_a_foreign_certificate() -> None:
     report = await run(text, session)
     assert report.status is Status.FAILED
     assert report.expectations[0].actual == "status 200"
+
+
+@pytest.mark.parametrize("kind", ["expired", "not-yet-valid", "empty-cn"])
+async def test_broken_certificate_kinds_reach_the_session(kind: str) -> None:
+    session = RequestSession(outcome=HttpOutcome(status=400))
+    text = f"""steps:
+  - name: broken
+    try:
+      - request: {{certificate: {kind}, path: /v2/x/event, expect: {{status: 400}}}}
+"""
+    report = await run(text, session)
+    assert report.status is Status.PASSED
+    assert session.sent[0][0] is None
+    assert session.certificates == [kind]
+    assert [e.source for e in report.timeline if e.object.startswith("POST")] == [kind]
+
+
+def test_probe_certificates_are_broken_as_named() -> None:
+    import datetime as dt
+
+    from cryptography.x509.oid import NameOID
+
+    from harness.runner.session import probe_certificate
+    from watcher import pki
+
+    ca = pki.create_ca("kcp-ca")
+    now = dt.datetime.now(dt.UTC)
+    expired = probe_certificate(ca, "expired").certificate
+    assert expired.not_valid_after_utc < now
+    early = probe_certificate(ca, "not-yet-valid").certificate
+    assert early.not_valid_before_utc > now
+    no_cn = probe_certificate(ca, "empty-cn").certificate
+    assert no_cn.subject.get_attributes_for_oid(NameOID.COMMON_NAME) == []
+    for cert in (expired, early, no_cn):
+        assert cert.issuer == ca.certificate.subject
+    foreign = probe_certificate(ca, "foreign").certificate
+    assert foreign.issuer != ca.certificate.subject
+    with pytest.raises(ValueError, match="unknown probe certificate"):
+        probe_certificate(ca, "bogus")
 
 
 def test_request_body_encoding() -> None:

@@ -132,6 +132,7 @@ steps:
       - fault: {kcp: null}
       - fault: {rotate: leaf, clusters: [skr-a]}
       - fault: {rotate: ca}
+      - fault: {rotate: drop-old-ca}
       - watcher: {delete: cms}
 """
     )
@@ -141,11 +142,12 @@ steps:
         "kcp clear",
         "fault certificates rotate-leaf [('skrs', ['skr-a'])]",
         "fault certificates rotate-ca []",
+        "fault certificates drop-old-ca []",
         "watcher delete kcp-system/cms",
     ]
     assert report.status is Status.PASSED
     faults = [t for t in report.timeline if t.kind.value == "fault"]
-    assert len(faults) == 6
+    assert len(faults) == 7
     assert [p.name for p in report.processes] == ["fake-apiserver"]
 
 

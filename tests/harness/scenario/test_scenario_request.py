@@ -151,3 +151,44 @@ def test_request_model_in_code() -> None:
         {"certificate": "foreign", "path": "/v2/x/event", "expect": {"refused": True}}
     )
     assert r.cluster is None and r.headers == {} and r.body is None
+
+
+# Broken client certificates, CA drop, write round trips ---------------------------------
+
+
+@pytest.mark.parametrize("kind", ["expired", "not-yet-valid", "empty-cn"])
+def test_broken_certificate_kinds(kind: str) -> None:
+    scenario = loads_scenario(
+        steps(f"request: {{certificate: {kind}, path: /v2/x/event, expect: {{refused: true}}}}")
+    )
+    (op,) = scenario.steps[0].try_
+    assert isinstance(op, RequestOp) and op.request.identity == kind
+
+
+def test_empty_cn_skr_certificate() -> None:
+    text = HEAD.replace(
+        "    - name: skr-b\n", "    - {name: skr-b, certificate: {override: empty-cn}}\n"
+    )
+    scenario = loads_scenario(text + "steps:\n  - name: s\n    try:\n      - wait: 1s\n")
+    override = scenario.clusters.skrs[1].certificate.to_override()
+    assert override.common_name == "" and not override.is_default
+
+
+def test_drop_old_ca_and_rotation_clusters() -> None:
+    from harness.scenario import FaultOp, RotateFault
+
+    scenario = loads_scenario(steps("fault: {rotate: drop-old-ca}", "fault: {rotate: leaf}"))
+    drop, leaf = (op.fault for op in scenario.steps[0].try_ if isinstance(op, FaultOp))
+    assert isinstance(drop, RotateFault) and drop.action == "drop-old-ca"
+    assert isinstance(leaf, RotateFault) and leaf.action == "rotate-leaf"
+    (found,) = errors(steps("fault: {rotate: ca, clusters: [skr-a]}"))
+    assert "clusters is for leaf only" in found
+
+
+def test_writes_expectation() -> None:
+    scenario = loads_scenario(steps("expect: {writes: {cluster: skr-a, p99: 200ms}}"))
+    assert "writes" in str(scenario.model_dump(by_alias=True))
+    (found,) = errors(steps("expect: {writes: {cluster: skr-z, p99: 200ms}}"))
+    assert "unknown SKR 'skr-z'" in found
+    (found,) = errors(steps("expect: {writes: {cluster: skr-a}}"))
+    assert "writes needs at least one of p50, p99, max" in found

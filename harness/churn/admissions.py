@@ -1,0 +1,95 @@
+"""Admissions the API server really made, against the ones the ground truth routes. Pure.
+
+Why: the kube-apiserver may call a validating webhook twice for one write. Its update and
+delete paths (k8s.io/apiserver ``CacheDelegator.GuaranteedUpdate`` → etcd3
+``store.GuaranteedUpdate``) start from the watch cache's copy of the object; when that
+copy is stale the optimistic put fails and the loop runs again — validating admission
+included, since ``registry.Store.Update`` calls it inside ``tryUpdate``. Each admission
+can queue an event, so one write can cause two events (measured: about 1 write in 450
+patched back to back; tests/harness/churn/test_admission_repeats_e2e.py).
+
+The oracle must not loosen its duplicate rule blindly, so it counts what happened: the
+SKR API server's own counter ``apiserver_admission_webhook_request_total`` (one per call,
+by webhook name) read before and after a churn, minus the (write, webhook) pairs the
+truth routes, is the number of *repeated admissions*. Only that many duplicates are
+explained (:func:`harness.expect.match.match_events`, ``repeats``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness.churn.model import ExecutedMutation
+from harness.churn.truth import Truth
+
+WEBHOOK_REQUESTS = "apiserver_admission_webhook_request_total"
+"""The API server's count of validating/mutating webhook calls (labels name, type, ...)."""
+
+AdmissionCounts = Mapping[str, float]
+"""Webhook name → calls the API server made to it (all operations and outcomes)."""
+
+
+def webhook_calls(metrics_text: str) -> dict[str, float]:
+    """Validating webhook calls by webhook name, from an API server's ``/metrics`` text."""
+    calls: dict[str, float] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            if sample.name != WEBHOOK_REQUESTS or sample.labels.get("type") != "validating":
+                continue
+            name = sample.labels.get("name", "")
+            calls[name] = calls.get(name, 0.0) + sample.value
+    return calls
+
+
+def admissions_made(
+    before: AdmissionCounts | None,
+    after: AdmissionCounts | None,
+    webhooks: Mapping[str, str],
+) -> dict[str, int] | None:
+    """Manager → admissions between two readings, over the webhooks of ``webhooks``
+    (webhook name → manager). ``None`` when a reading is missing or a counter went down
+    (the API server restarted in between: the count is unknown)."""
+    if before is None or after is None:
+        return None
+    made: Counter[str] = Counter()
+    for name, manager in webhooks.items():
+        delta = after.get(name, 0.0) - before.get(name, 0.0)
+        if delta < 0:
+            return None
+        made[manager] += round(delta)
+    return dict(made)
+
+
+def admissions_routed(
+    truth: Truth, executed: Iterable[ExecutedMutation]
+) -> Counter[tuple[str, str]]:
+    """(cluster, manager) → (write, webhook) pairs the truth routes (sure or uncertain)."""
+    cluster_of = {e.id: e.mutation.cluster for e in executed}
+    return Counter((cluster_of[d.mutation_id], d.manager) for d in truth.deliveries)
+
+
+def repeated_admissions(
+    routed: Mapping[tuple[str, str], int],
+    made: Mapping[str, Mapping[str, int] | None],
+    runtime_ids: Mapping[str, str],
+    *,
+    other_writes: Mapping[str, int] | None = None,
+) -> dict[tuple[str, str], int]:
+    """(manager, runtime id) → admissions beyond one per routed write.
+
+    ``made``: cluster → manager → admissions counted (``None``: unknown → no repeat is
+    assumed). ``other_writes``: cluster → writes the scenario made besides the churn in
+    the same interval; each may have been admitted once, so they are subtracted too."""
+    out: dict[tuple[str, str], int] = {}
+    for cluster, per_manager in made.items():
+        if per_manager is None or cluster not in runtime_ids:
+            continue
+        extra_writes = (other_writes or {}).get(cluster, 0)
+        for manager, count in per_manager.items():
+            repeats = count - routed.get((cluster, manager), 0) - extra_writes
+            if repeats > 0:
+                out[(manager, runtime_ids[cluster])] = repeats
+    return out

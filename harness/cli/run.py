@@ -4,6 +4,9 @@ Validates every file first (an invalid file never starts a cluster: one located 
 problem, exit 2), then runs the scenarios one after the other with a progress display
 (quiet when stdout is not a terminal), prints a summary table and where the reports are.
 Exit 0 only if every scenario passed, i.e. every expectation held; 1 otherwise.
+``--backend local|kubeconfig|kind`` (``--kubeconfig``, ``--context``) overrides
+``WATCHER_HARNESS_BACKEND`` and the files' ``backend``; a backend whose tools are missing
+(kind without the CLI or Docker) exits 3 with one line saying what to install.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cli.scenarios import EXIT_INVALID, _load
+from harness.clusters.selection import BackendOverride, BackendSelectionError, choose_backend
 from harness.report import RunReport, ScenarioReport, Status
 from harness.runner.summary import failure_lines
+from harness.scenario import Scenario
 
 EXIT_FAILED = 1
+EXIT_UNAVAILABLE = 3
 _STYLE = {
     Status.PASSED: "green",
     Status.FAILED: "red",
@@ -39,7 +45,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--keep-going", action="store_true", help="run the remaining scenarios after a failure"
     )
+    p.add_argument(
+        "--backend",
+        choices=("local", "kubeconfig", "kind"),
+        help="cluster backend for every scenario (default: WATCHER_HARNESS_BACKEND, else the "
+        "file's backend, else local)",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        metavar="FILE[:FILE]",
+        help="kubeconfig backend: files holding the clusters' contexts "
+        "(default: WATCHER_HARNESS_KUBECONFIG, KUBECONFIG, ~/.kube/config)",
+    )
+    p.add_argument(
+        "--context",
+        metavar="kcp=CTX,skr-a=CTX",
+        help="kubeconfig backend: context per cluster (default: the context named like it)",
+    )
     p.set_defaults(func=run)
+
+
+def _backend_unavailable(scenarios: list[Scenario], override: BackendOverride) -> str | None:
+    """One line if a chosen backend's tools are missing (checked before anything starts)."""
+    try:
+        names = {choose_backend(s.backend.value, override=override).name for s in scenarios}
+    except BackendSelectionError as exc:
+        return str(exc)
+    if "kind" in names:
+        from harness.clusters.kind import KindUnavailable, SubprocessRunner, preflight
+
+        try:
+            asyncio.run(preflight(SubprocessRunner()))
+        except KindUnavailable as exc:
+            return str(exc)
+    return None
 
 
 def summary_table(report: RunReport) -> Table:
@@ -64,10 +103,16 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         return EXIT_INVALID
     from harness.runner import run_all  # the environment is imported only to run
+    from harness.runner.scenario import RunOptions
 
     console = Console()
     quiet = not console.is_terminal
     scenarios = [s for _, s in loaded]
+    override = BackendOverride(name=args.backend, kubeconfig=args.kubeconfig, contexts=args.context)
+    missing = _backend_unavailable(scenarios, override)
+    if missing is not None:
+        print(f"watcher-harness run: {missing}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     total = len(scenarios)
     status = console.status("starting") if not quiet else None
     position = 0
@@ -95,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
         report_dir=args.report_dir,
         junit=args.junit,
         keep_going=args.keep_going,
+        options=RunOptions(
+            log_dir=args.report_dir / "logs" if args.report_dir else None, backend=override
+        ),
         on_start=on_start,
         on_done=on_done,
     )

@@ -49,6 +49,8 @@ from harness.clusters.process import OwnedProcess, ProcessRecord
 from harness.clusters.progress import format_bytes, interactive, make_console
 from harness.errors import ClusterError
 
+USER_AGENT = "watcher-harness"
+"""Also the field manager the API server records for the harness's writes."""
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 
@@ -96,26 +98,32 @@ class Cluster:
     name: str
     server: str  # https://127.0.0.1:<port>
     kubeconfig: Path  # admin kubeconfig referring to the certificate files below
-    ca_file: Path
-    client_cert_file: Path
-    client_key_file: Path
-    process: ProcessRecord  # the kube-apiserver's first run (pid, argv, log path, exit code)
+    ca_file: Path | None  # None: the system trust store (kubeconfig backend)
+    client_cert_file: Path | None  # None: a token in the kubeconfig (kubeconfig backend)
+    client_key_file: Path | None
+    process: ProcessRecord | None  # the kube-apiserver's first run; None if not ours
     kubeconfig_embedded: str = field(repr=False)  # self-contained, e.g. for a Secret
     control: ApiServerControl | None = field(default=None, repr=False, compare=False)
     """Stop/kill/start the API server (None for backends that cannot)."""
 
     def ssl_context(self) -> ssl.SSLContext:
         """TLS client context for raw HTTPS calls: trusts the server, presents the admin."""
-        ctx = ssl.create_default_context(cafile=str(self.ca_file))
-        ctx.load_cert_chain(str(self.client_cert_file), str(self.client_key_file))
+        ctx = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+        if self.client_cert_file is not None and self.client_key_file is not None:
+            ctx.load_cert_chain(str(self.client_cert_file), str(self.client_key_file))
         return ctx
 
     @asynccontextmanager
     async def api_client(self) -> AsyncIterator[ApiClient]:
-        """A kubernetes_asyncio client logged in as admin, closed on exit."""
+        """A kubernetes_asyncio client logged in as admin, closed on exit.
+
+        Its user agent ``watcher-harness`` names it as the field manager of everything it
+        writes, which is how a backend on shared clusters tells the harness's objects apart.
+        """
         client = await new_client_from_config(
             config_file=str(self.kubeconfig), persist_config=False
         )
+        client.user_agent = USER_AGENT
         async with client:
             yield client
 

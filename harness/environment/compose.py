@@ -19,8 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-from harness.clusters.binaries import ensure_binaries
-from harness.clusters.plane import LocalBackend
+from harness.clusters.backends import open_backend
 from harness.environment.core import WatcherEnvironment
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import (
@@ -145,7 +144,11 @@ async def watcher_environment(
     spec = spec or EnvironmentSpec()
     async with AsyncExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="watcher-env-")))
-        backend = LocalBackend(ensure_binaries(), log_dir=spec.log_dir)
+        backend = open_backend(
+            spec.backend,
+            log_dir=spec.log_dir,
+            namespaces={"kcp": [KCP_NAMESPACE], **{s.name: [SKR_NAMESPACE] for s in spec.skrs}},
+        )
         clusters = await stack.enter_async_context(
             backend.start(["kcp", *(s.name for s in spec.skrs)])
         )

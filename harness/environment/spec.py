@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.clusters.selection import BackendChoice
 from harness.kcp.reconciler import RequeueIntervals
 from harness.skr.certs import CertificateOverride
 from watcher.render.watcher_cr import klm_watcher_dict
@@ -63,7 +64,8 @@ class EnvironmentSpec:
 
     ``watchers`` are Watcher CR dicts applied at startup (default: KLM's ``klm-watcher``);
     ``listeners`` are extra managers' listeners; ``webhook_env`` adds ``WATCHER_*`` knobs
-    to every SKR webhook (e.g. a short ``WATCHER_RETRY_MAX_SECONDS`` for fault tests).
+    to every SKR webhook (e.g. a short ``WATCHER_RETRY_MAX_SECONDS`` for fault tests);
+    ``backend`` says where the clusters come from (default: ``local`` processes).
     """
 
     skrs: tuple[SkrSpec, ...] = (
@@ -77,6 +79,7 @@ class EnvironmentSpec:
     intervals: RequeueIntervals = field(default_factory=RequeueIntervals)
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
+    backend: BackendChoice = field(default_factory=BackendChoice)
 
     def delivery_mode_of(self, skr: SkrSpec) -> DeliveryMode:
         return skr.delivery_mode or self.delivery_mode

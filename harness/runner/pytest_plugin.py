@@ -7,6 +7,11 @@ failed scenario shows its failed steps and expectations (expected vs actual), no
 traceback. With ``--scenario-report-dir DIR`` every item writes its part of the report
 (process logs under ``DIR/logs``) and the controlling process (also under xdist) merges
 the parts into ``DIR/index.html`` and ``DIR/report.json`` at the end.
+
+``--cluster-backend local|kubeconfig|kind`` (with ``--cluster-kubeconfig FILE[:FILE]`` and
+``--cluster-contexts kcp=CTX,skr-a=CTX``) runs every file on that backend, over
+``WATCHER_HARNESS_*`` and the files' own ``backend``. A scenario the backend cannot run
+(it stops API servers; kind without Docker) is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from typing import Any
 
 import pytest
 
+from harness.clusters.selection import BackendOverride, BackendSelectionError, choose_backend
 from harness.report import ReportBuilder, RunReport, ScenarioReport, write_reports
 from harness.report.writer import write_text_atomic
+from harness.runner.errors import BackendUnsupported
 from harness.runner.run import new_run_id
 from harness.runner.scenario import RunOptions, run_scenario
+from harness.runner.spec import scenario_backend
 from harness.runner.summary import failure_lines
 from harness.scenario import InvalidScenario, Scenario, load_scenario
 
@@ -47,6 +55,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="write the scenarios' HTML/JSON report (and process logs) into DIR",
     )
+    parser.addoption(
+        "--cluster-backend",
+        default=None,
+        choices=("local", "kubeconfig", "kind"),
+        help="run every scenario on this cluster backend (default: WATCHER_HARNESS_BACKEND, "
+        "else the file's backend)",
+    )
+    parser.addoption(
+        "--cluster-kubeconfig",
+        default=None,
+        metavar="FILE[:FILE]",
+        help="kubeconfig files for the kubeconfig backend (default: WATCHER_HARNESS_KUBECONFIG)",
+    )
+    parser.addoption(
+        "--cluster-contexts",
+        default=None,
+        metavar="kcp=CTX,skr-a=CTX",
+        help="context per cluster for the kubeconfig backend (default: named like the cluster)",
+    )
+
+
+def backend_override(config: pytest.Config) -> BackendOverride:
+    return BackendOverride(
+        name=config.getoption("--cluster-backend", default=None),
+        kubeconfig=config.getoption("--cluster-kubeconfig", default=None),
+        contexts=config.getoption("--cluster-contexts", default=None),
+    )
+
+
+def _skip_reason(scenario: Scenario, override: BackendOverride) -> str | None:
+    """Why this scenario cannot run on the chosen backend here (None: it can)."""
+    try:
+        choice = scenario_backend(
+            scenario, choose_backend(scenario.backend.value, override=override)
+        )
+    except BackendUnsupported as exc:
+        return str(exc)
+    except BackendSelectionError:
+        return None  # run_scenario reports it as an error
+    if choice.name == "kind":
+        from harness.clusters.kind import KindUnavailable, SubprocessRunner, preflight
+
+        try:
+            asyncio.run(preflight(SubprocessRunner()))
+        except KindUnavailable as exc:
+            return str(exc)
+    return None
 
 
 def _report_dir(config: pytest.Config) -> Path | None:
@@ -111,9 +166,13 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         directory = _report_dir(self.config)
+        override = backend_override(self.config)
+        reason = _skip_reason(self.scenario, override)
+        if reason is not None:
+            pytest.skip(reason)
         run_id = self.config.stash.get(_RUN_ID, None) or new_run_id()
         builder = ReportBuilder(run_id)
-        options = RunOptions(log_dir=directory / "logs" if directory else None)
+        options = RunOptions(log_dir=directory / "logs" if directory else None, backend=override)
         report = asyncio.run(
             run_scenario(
                 self.scenario, builder.scenario(self.scenario.name, str(self.path)), options

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.aio import stop_tasks
+from harness.clusters.selection import BackendOverride, BackendSelectionError, choose_backend
 from harness.environment import EnvironmentSpec
 from harness.report.builder import ScenarioBuilder
 from harness.report.model import ProcessRecordLike, ScenarioReport, Status, TimelineKind
 from harness.runner.context import RunContext
-from harness.runner.errors import UnsupportedScenario
+from harness.runner.errors import BackendUnsupported, UnsupportedScenario
 from harness.runner.session import LiveSession, Session
 from harness.runner.spec import environment_spec
 from harness.runner.steps import OPERATION_ERRORS, run_step
@@ -44,11 +45,14 @@ async def live_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """``log_dir``: process logs go to ``log_dir/<scenario>`` (kept for the report)."""
+    """``log_dir``: process logs go to ``log_dir/<scenario>`` (kept for the report);
+    ``backend``: the command line's cluster backend (over ``WATCHER_HARNESS_*``, over the
+    scenario file)."""
 
     log_dir: Path | None = None
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     open_session: OpenSession = live_session
+    backend: BackendOverride | None = None
 
 
 async def setup_kymas(session: Session, scenario: Scenario) -> None:
@@ -89,8 +93,15 @@ async def run_scenario(
     """Run ``scenario``, filling ``report``; the finished scenario report."""
     log_dir = options.log_dir / scenario.name if options.log_dir else None
     try:
-        spec = environment_spec(scenario, log_dir=log_dir, webhook_env=options.webhook_env)
-    except UnsupportedScenario as exc:
+        spec = environment_spec(
+            scenario,
+            log_dir=log_dir,
+            webhook_env=options.webhook_env,
+            backend=choose_backend(scenario.backend.value, override=options.backend),
+        )
+    except BackendUnsupported as exc:
+        return report.finish(Status.SKIPPED, error=str(exc))
+    except (UnsupportedScenario, BackendSelectionError) as exc:
         return report.finish(error=str(exc))
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)

@@ -4,18 +4,41 @@ Pure. SKRs keep their names, runtime ids, domains, certificate overrides and del
 modes; Watchers become the CR dicts the KCP gets at startup (``{default: true}`` is KLM's
 ``klm-watcher``); ``listeners`` are the extra managers; ``settings`` become SAN pinning
 and the Lifecycle-Manager's requeue intervals. Logs go to ``log_dir`` so a report can
-attach them after the environment is gone.
+attach them after the environment is gone. ``backend`` (chosen by the caller from the
+command line, the environment and the file: :func:`harness.clusters.selection.choose_backend`)
+says where the clusters come from; a scenario needing what that backend cannot do raises
+:class:`~harness.runner.errors.BackendUnsupported`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from harness.clusters.backends import unsupported_reason
+from harness.clusters.selection import BackendChoice, backend_name
 from harness.environment.spec import EnvironmentSpec, ListenerSpec, SkrSpec
 from harness.kcp.reconciler import RequeueIntervals
-from harness.runner.errors import UnsupportedScenario
-from harness.scenario import Backend, Scenario
+from harness.runner.errors import BackendUnsupported
+from harness.scenario import FaultOp, ProcessFault, Scenario
+
+
+def fault_targets(scenario: Scenario) -> Iterator[str]:
+    """Every process fault target the scenario's steps name (``apiserver/kcp``, ...)."""
+    for step in scenario.steps:
+        for _, operations in step.blocks():
+            for op in operations:
+                if isinstance(op, FaultOp) and isinstance(op.fault, ProcessFault):
+                    yield op.fault.target
+
+
+def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> BackendChoice:
+    """``backend`` if given (checked against the scenario), else the file's choice."""
+    choice = backend or BackendChoice(name=backend_name(scenario.backend.value, "backend"))
+    reason = unsupported_reason(choice, fault_targets(scenario))
+    if reason is not None:
+        raise BackendUnsupported(f"scenario {scenario.name!r}: {reason}")
+    return choice
 
 
 def environment_spec(
@@ -23,13 +46,10 @@ def environment_spec(
     *,
     log_dir: Path | None = None,
     webhook_env: Mapping[str, str] | None = None,
+    backend: BackendChoice | None = None,
 ) -> EnvironmentSpec:
     """The environment ``scenario`` runs in (see the module doc)."""
-    if scenario.backend is not Backend.LOCAL:
-        raise UnsupportedScenario(
-            f"scenario {scenario.name!r}: backend {scenario.backend.value!r} is not supported "
-            "by the runner yet; use backend: local"
-        )
+    choice = scenario_backend(scenario, backend)
     skrs = tuple(
         SkrSpec(
             name=skr.name,
@@ -57,4 +77,5 @@ def environment_spec(
         ),
         webhook_env=dict(webhook_env or {}),
         log_dir=log_dir,
+        backend=choice,
     )

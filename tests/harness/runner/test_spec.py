@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.clusters.selection import BackendChoice
 from harness.kcp.reconciler import RequeueIntervals
 from harness.runner import UnsupportedScenario, environment_spec
+from harness.runner.errors import BackendUnsupported
 from harness.scenario import loads_scenario
 from harness.skr.certs import CertificateOverride
 
@@ -78,10 +80,24 @@ def test_defaults_are_klms_setup() -> None:
     assert spec.intervals == RequeueIntervals()
 
 
-def test_other_backends_are_refused_with_a_reason() -> None:
+def test_the_files_backend_is_kept_and_an_override_wins() -> None:
     scenario = loads_scenario(
         "name: k\nbackend: kind\nclusters: {skrs: [{name: skr-a}]}\n"
         "steps: [{name: s, try: [{wait: 1}]}]\n"
     )
-    with pytest.raises(UnsupportedScenario, match="backend 'kind' is not supported"):
-        environment_spec(scenario)
+    assert environment_spec(scenario).backend == BackendChoice(name="kind")
+    chosen = BackendChoice(name="kubeconfig", kubeconfigs=(Path("/k"),))
+    assert environment_spec(scenario, backend=chosen).backend is chosen
+
+
+def test_api_server_faults_are_refused_on_backends_that_do_not_own_the_processes() -> None:
+    scenario = loads_scenario(
+        "name: k\nclusters: {skrs: [{name: skr-a}]}\n"
+        "steps: [{name: s, try: [{fault: {target: apiserver/skr-a, action: stop}}]}]\n"
+    )
+    assert environment_spec(scenario).backend.name == "local"
+    for name in ("kubeconfig", "kind"):
+        with pytest.raises(BackendUnsupported, match=f"the {name} backend does not own") as info:
+            environment_spec(scenario, backend=BackendChoice(name=name))  # type: ignore[arg-type]
+        assert "apiserver/skr-a" in str(info.value)
+        assert isinstance(info.value, UnsupportedScenario)

@@ -1,0 +1,56 @@
+"""From a :class:`~harness.clusters.selection.BackendChoice` to a running cluster backend.
+
+``local`` stays the default and is built exactly as before (cached binaries, one etcd,
+one kube-apiserver per cluster). ``kubeconfig`` gets only file paths and context names.
+``kind`` checks for the ``kind`` CLI and a Docker engine first and says what to install.
+
+:func:`unsupported_reason` is the one place that knows what a backend cannot do, so the
+runner can skip a scenario with that reason before anything starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from harness.clusters.plane import ClusterBackend
+from harness.clusters.selection import BackendChoice
+
+PROCESS_FAULT_KINDS = frozenset({"apiserver"})
+"""Fault targets that need the backend to own the cluster's processes."""
+
+
+def unsupported_reason(choice: BackendChoice, fault_targets: Iterable[str]) -> str | None:
+    """Why a scenario injecting ``fault_targets`` cannot run on ``choice`` (None: it can)."""
+    if choice.name == "local":
+        return None
+    needing = sorted({t for t in fault_targets if t.partition("/")[0] in PROCESS_FAULT_KINDS})
+    if needing:
+        return (
+            f"the {choice.name} backend does not own the clusters' API server processes, so "
+            f"it cannot stop, kill or restart them (fault targets: {', '.join(needing)}); "
+            "run this scenario on the local backend"
+        )
+    return None
+
+
+def open_backend(
+    choice: BackendChoice,
+    *,
+    log_dir: Path | None = None,
+    namespaces: Mapping[str, Sequence[str]] | None = None,
+) -> ClusterBackend:
+    """The backend ``choice`` names. ``namespaces`` (cluster → names) are the namespaces
+    the harness installs into; backends on shared clusters create and remove them."""
+    if choice.name == "kubeconfig":
+        from harness.clusters.kubeconfig_backend import KubeconfigBackend
+
+        return KubeconfigBackend(choice.target, run_id=choice.run_id, namespaces=namespaces)
+    if choice.name == "kind":
+        from harness.clusters.kind import KindBackend
+
+        return KindBackend(run_id=choice.run_id, log_dir=log_dir, namespaces=namespaces)
+    from harness.clusters.binaries import ensure_binaries
+    from harness.clusters.plane import LocalBackend
+
+    return LocalBackend(ensure_binaries(), log_dir=log_dir)

@@ -1,0 +1,131 @@
+"""Which cluster backend a run uses, and where its clusters are: chosen outside the scenario.
+
+Pure. A scenario file may say ``backend: ...``; the environment (``WATCHER_HARNESS_*``
+variables) overrides the file, and a command-line option (``watcher-harness run
+--backend``, ``pytest --cluster-backend``) overrides both — so the same file runs
+unchanged on every backend. Variables:
+
+* ``WATCHER_HARNESS_BACKEND`` — ``local`` (default), ``kubeconfig`` or ``kind``;
+* ``WATCHER_HARNESS_KUBECONFIG`` — kubeconfig files, ``:``-separated like ``KUBECONFIG``
+  (``kubeconfig`` backend; default ``$KUBECONFIG``, then ``~/.kube/config``); a cluster's
+  context is taken from the first file that has it;
+* ``WATCHER_HARNESS_CONTEXTS`` — ``kcp=ctx-a,skr-a=ctx-b``: the context of each cluster
+  (default: the context named like the cluster);
+* ``WATCHER_HARNESS_RUN_ID`` — the run id put on everything the run creates (default: new).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from harness.errors import ClusterError
+
+BackendName = Literal["local", "kubeconfig", "kind"]
+BACKENDS: tuple[BackendName, ...] = ("local", "kubeconfig", "kind")
+ENV_BACKEND = "WATCHER_HARNESS_BACKEND"
+ENV_KUBECONFIG = "WATCHER_HARNESS_KUBECONFIG"
+ENV_CONTEXTS = "WATCHER_HARNESS_CONTEXTS"
+ENV_RUN_ID = "WATCHER_HARNESS_RUN_ID"
+
+
+class BackendSelectionError(ClusterError, ValueError):
+    """An unknown backend name or a malformed context list."""
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """Where one cluster of the ``kubeconfig`` backend is: files to look in, a context."""
+
+    kubeconfigs: tuple[Path, ...]
+    context: str
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend of a run; for ``kubeconfig``, the file and the context of each cluster."""
+
+    name: BackendName = "local"
+    kubeconfigs: tuple[Path, ...] = ()
+    contexts: Mapping[str, str] = field(default_factory=dict)
+    run_id: str | None = None
+
+    def target(self, cluster: str) -> ClusterTarget:
+        """Cluster ``cluster``'s files and context (default: the context named ``cluster``)."""
+        if not self.kubeconfigs:
+            raise BackendSelectionError(
+                f"backend {self.name}: no kubeconfig for cluster {cluster!r}; set "
+                f"{ENV_KUBECONFIG} or pass --kubeconfig"
+            )
+        return ClusterTarget(self.kubeconfigs, self.contexts.get(cluster, cluster))
+
+
+@dataclass(frozen=True)
+class BackendOverride:
+    """What a command line says (None: not given, the environment or the file decides)."""
+
+    name: str | None = None
+    kubeconfig: str | None = None  # ":"-separated files
+    contexts: str | None = None
+
+
+def backend_name(value: str, source: str) -> BackendName:
+    for name in BACKENDS:
+        if value == name:
+            return name
+    raise BackendSelectionError(
+        f"{source}: unknown cluster backend {value!r}; use one of: {', '.join(BACKENDS)}"
+    )
+
+
+def parse_contexts(text: str, source: str) -> dict[str, str]:
+    """``kcp=ctx-a,skr-a=admin@dev`` → context by cluster name (contexts may hold ``@:/``)."""
+    contexts: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, eq, context = part.partition("=")
+        if not eq or not name.strip() or not context.strip():
+            raise BackendSelectionError(f"{source}: {part!r} is not CLUSTER=CONTEXT")
+        contexts[name.strip()] = context.strip()
+    return contexts
+
+
+def split_paths(text: str) -> tuple[Path, ...]:
+    return tuple(Path(p).expanduser() for p in text.split(os.pathsep) if p.strip())
+
+
+def _default_kubeconfigs(env: Mapping[str, str]) -> tuple[Path, ...]:
+    return split_paths(env.get("KUBECONFIG") or "") or (Path("~/.kube/config").expanduser(),)
+
+
+def choose_backend(
+    file_backend: str = "local",
+    *,
+    override: BackendOverride | None = None,
+    env: Mapping[str, str] | None = None,
+) -> BackendChoice:
+    """Command line over environment over the scenario file (see the module doc)."""
+    env = os.environ if env is None else env
+    override = override or BackendOverride()
+    if override.name:
+        name = backend_name(override.name, "--backend")
+    elif env.get(ENV_BACKEND):
+        name = backend_name(env[ENV_BACKEND], ENV_BACKEND)
+    else:
+        name = backend_name(file_backend, "scenario backend")
+    if name != "kubeconfig":
+        return BackendChoice(name=name, run_id=env.get(ENV_RUN_ID) or None)
+    files = split_paths(override.kubeconfig or env.get(ENV_KUBECONFIG) or "")
+    text, source = override.contexts, "--context"
+    if text is None:
+        text, source = env.get(ENV_CONTEXTS, ""), ENV_CONTEXTS
+    return BackendChoice(
+        name=name,
+        kubeconfigs=files or _default_kubeconfigs(env),
+        contexts=parse_contexts(text, source),
+        run_id=env.get(ENV_RUN_ID) or None,
+    )

@@ -1,0 +1,136 @@
+"""The scenario library on the ``kubeconfig`` backend, against clusters it only knows by file.
+
+``python -m harness.runner.via_kubeconfig [PATHS...] [-- PYTEST ARGS]`` (``make
+e2e-kubeconfig``): starts one ``local`` cluster per name the scenarios use (the KCP and
+every SKR name), writes ONE kubeconfig file with a context per cluster (certificates
+embedded), and runs ``pytest -m e2e PATHS --cluster-backend kubeconfig
+--cluster-kubeconfig FILE`` in a separate process. That process gets nothing but the
+file's path: no Python objects, no certificate files of the local clusters, no process
+handles — what the ``kubeconfig`` backend would get from a real landscape. Scenarios run
+one after another (they share the clusters), each cleaning up after itself.
+
+Afterwards every cluster must hold exactly the namespaces, CRDs, webhook configurations
+and harness-written objects it held before the library ran (:mod:`harness.clusters.
+ownership`'s inventory); anything left over fails the run. Exit status: pytest's, or 1
+for leftovers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.clusters.binaries import ensure_binaries
+from harness.clusters.contexts import merged_kubeconfig, select_context
+from harness.clusters.ownership import ALL_KINDS, Inventory, inventory
+from harness.clusters.plane import Environment, LocalBackend
+from harness.scenario import KCP, load_scenarios
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cluster_names(paths: Sequence[str]) -> list[str]:
+    """The KCP and every SKR name used by the scenarios under ``paths``, sorted."""
+    skrs = {skr.name for s in load_scenarios(paths) for skr in s.clusters.skrs}
+    return [KCP, *sorted(skrs)]
+
+
+def write_kubeconfig(env: Environment, directory: Path) -> Path:
+    """One self-contained kubeconfig, a context per cluster named like the cluster."""
+    accesses = {
+        name: select_context(cluster.kubeconfig_embedded, path=f"{name} (embedded)")
+        for name, cluster in env.clusters.items()
+    }
+    path = directory / "kubeconfig"
+    path.write_text(merged_kubeconfig(accesses), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+async def _inventories(env: Environment) -> dict[str, Inventory]:
+    out = {}
+    for name, cluster in env.clusters.items():
+        async with cluster.api_client() as api:
+            out[name] = await inventory(api, ALL_KINDS)
+    return out
+
+
+def leftovers(
+    before: dict[str, Inventory], after: dict[str, Inventory], *, ours: bool = True
+) -> list[str]:
+    """``cluster: Kind namespace/name`` for every object (``ours``: the harness wrote it)
+    that was not there before."""
+    lines = []
+    for name, inv in after.items():
+        for resource, objects in inv.new_since(before[name], ours=ours).items():
+            for e in sorted(objects.values(), key=lambda e: (e.namespace, e.name)):
+                where = f"{e.namespace}/{e.name}" if e.namespace else e.name
+                lines.append(f"{name}: {resource.kind} {where}")
+    return lines
+
+
+async def _pytest(argv: Sequence[str]) -> int:
+    """pytest in its own process; killed (process group) if we are interrupted."""
+    process = await asyncio.create_subprocess_exec(*argv, cwd=ROOT, start_new_session=True)
+    try:
+        return await process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 9)
+        await process.wait()
+        raise
+
+
+async def run(paths: Sequence[str], pytest_args: Sequence[str], log_dir: Path | None) -> int:
+    names = cluster_names(paths)
+    binaries = await asyncio.to_thread(ensure_binaries)
+    with tempfile.TemporaryDirectory(prefix="watcher-kubeconfig-e2e-") as tmp:
+        async with LocalBackend(binaries, log_dir=log_dir).start(names) as env:
+            kubeconfig = write_kubeconfig(env, Path(tmp))
+            print(f"{len(names)} local clusters ({', '.join(names)}) → {kubeconfig}", flush=True)
+            before = await _inventories(env)
+            argv = [
+                sys.executable, "-m", "pytest", "-p", "no:xdist", "-m", "e2e", *paths,
+                "--cluster-backend", "kubeconfig", "--cluster-kubeconfig", str(kubeconfig),
+                *pytest_args,
+            ]  # fmt: skip
+            started = time.monotonic()
+            status = await _pytest(argv)
+            print(f"scenario library on the kubeconfig backend: {time.monotonic() - started:.0f} s")
+            after = await _inventories(env)
+            left = leftovers(before, after)
+            others = sorted(set(leftovers(before, after, ours=False)) - set(left))
+        if others:
+            print("new objects the harness did not write (left alone):", *others, sep="\n  ")
+        if left:
+            print(f"{len(left)} objects left behind in the clusters:", *left, sep="\n  ")
+            return status or 1
+        print("every cluster holds exactly what it held before the library ran")
+        return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.runner.via_kubeconfig", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("paths", nargs="*", default=["scenarios/"], metavar="FILE|DIR")
+    parser.add_argument("--log-dir", type=Path, help="keep the local API servers' logs here")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    pytest_args = argv[split + 1 :]
+    try:
+        return asyncio.run(run(args.paths, pytest_args, args.log_dir))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

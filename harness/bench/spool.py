@@ -39,6 +39,7 @@ from harness.bench.loopback import (
     percentile,
     review,
 )
+from harness.report.model import ScenarioReport, TimelineKind
 
 CONFIGS: dict[str, dict[str, str]] = {
     "off": {},
@@ -161,6 +162,23 @@ steps:
 }
 
 
+def down_window_writes(report: ScenarioReport, restarted: float | None) -> int | None:
+    """Writes to skr-a sent between the kill and the new process's start (its metrics'
+    creation time, just before it listens): the API server let them pass unseen."""
+    kills = [
+        e.at
+        for e in report.timeline
+        if e.kind is TimelineKind.FAULT and e.source == "webhook/skr-a" and e.object == "kill"
+    ]
+    if not kills or restarted is None:
+        return None
+    return sum(
+        1
+        for e in report.timeline
+        if e.kind is TimelineKind.MUTATION and e.source == "skr-a" and kills[-1] <= e.at < restarted
+    )
+
+
 async def loss(runs: int, spools: list[str], which: list[str], report_dir: Path) -> None:
     from harness.report import ReportBuilder
     from harness.runner.run import new_run_id
@@ -187,7 +205,8 @@ async def loss(runs: int, spools: list[str], which: list[str], report_dir: Path)
                     k: int(m.group(1)) if (m := re.search(rf"(\d+) {k}", actual)) else 0
                     for k in ("matched", "missing", "duplicate", "spurious")
                 }
-                spool_metrics = {k: v for k, v in report.metrics.items() if "spool_replayed" in k}
+                replayed = report.metrics.get("webhook/skr-a:watcher_spool_replayed_total", 0.0)
+                restarted = report.metrics.get("webhook/skr-a:watcher_spool_replayed_created")
                 print(
                     json.dumps(
                         {
@@ -197,7 +216,8 @@ async def loss(runs: int, spools: list[str], which: list[str], report_dir: Path)
                             "status": report.status.value,
                             **counts,
                             "truth": actual.splitlines()[:12],
-                            "metrics": spool_metrics,
+                            "replayed_skr_a": replayed,
+                            "writes_skr_a_while_down": down_window_writes(report, restarted),
                         }
                     ),
                     flush=True,

@@ -8,13 +8,14 @@ STAMP  := $(VENV)/.installed
 XDIST  ?= auto
 REPORT_DIR ?= reports
 
-.PHONY: setup lint test e2e e2e-tests e2e-scenarios binaries bench up clean help
+.PHONY: setup lint test e2e e2e-tests e2e-scenarios binaries bench soak up clean help
 
 help:
 	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
 	@echo "make e2e       main job: binaries, e2e tests, the scenario library (HTML report)"
 	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
 	@echo "make bench     benchmark suite (<= 20 min); writes docs/benchmarks.md/.json + plots"
+	@echo "make soak      10 min churn at 50 writes/s, oracle + RSS/fd growth; docs/soak.md (SOAK_DURATION=s)"
 	@echo "make up        keep KCP + 2 SKRs + gateway + watcher running (Ctrl-C stops)"
 
 $(STAMP): pyproject.toml
@@ -58,6 +59,12 @@ BENCH_ARGS ?=
 
 bench: binaries
 	$(PY) -m harness.bench $(BENCH_ARGS)
+
+# SOAK_DURATION (seconds, default 600) or SOAK_ARGS (see python -m harness.soak --help).
+SOAK_ARGS ?=
+
+soak: binaries
+	$(PY) -m harness.soak $(SOAK_ARGS)
 
 up: binaries
 	$(VENV)/bin/watcher-harness up

@@ -116,6 +116,10 @@ def render_markdown(doc: Mapping[str, Any], *, plot_name: str = "soak-rss.png") 
                 ),
                 ("groups expected (manager, runtime, object)", str(oracle["groups"])),
                 ("events received", str(oracle["events_received"])),
+                (
+                    "send decisions minus events received (see Method)",
+                    str(max(0, oracle["send_decisions"] - oracle["events_received"])),
+                ),
                 ("groups matched", str(oracle["matched"])),
                 ("missing", str(oracle["missing"])),
                 ("spurious", str(oracle["spurious"])),
@@ -164,7 +168,10 @@ METHOD = [
     "coalescing rule of docs/ground-truth.md (per manager, runtime and object: between 1 "
     "and k events, one of them after the last causing write was sent; more than k are "
     "duplicates). Status updates of Kymas reach no Watcher, so any event for them would be "
-    "spurious.",
+    "spurious. The rule's limit: a group needs one event after its last write, so an "
+    "event lost between two writes of one object looks like one the webhook coalesced; "
+    "*send decisions minus events received* bounds both together. The pool of objects "
+    "per kind and SKR keeps each group to a few dozen writes over the run.",
     "- **Sampling**: `VmRSS` from `/proc/<pid>/status` and the entries of `/proc/<pid>/fd`. "
     "RSS growth = mean of the last window / mean of the first window after warm-up - 1 "
     "(must stay < 10 %). Descriptors are judged on each window's *floor* (minimum): "

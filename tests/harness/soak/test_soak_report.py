@@ -74,6 +74,7 @@ def test_markdown_shows_verdict_tables_and_method() -> None:
     assert "| webhook/skr-a (watcher-webhook) | yes | 40.0 | 41.0 | +2.5 % | 11 | 11 | +0 |" in text
     assert "| harness (python) | info | 120.0 | 195.0 | +62.5 % |" in text
     assert "| writes sent / accepted / failed | 100 / 99 / 1 |" in text
+    assert "| send decisions minus events received (see Method) | 0 |" in text
     assert "p50 7 ms, p99 20 ms, max 20 ms (n=3)" in text
     assert "![RSS and open file descriptors over time](soak-rss.png)" in text
     assert "`make soak`" in text and "2 cores" in text

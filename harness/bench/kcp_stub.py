@@ -5,9 +5,9 @@ the benchmark needs a KCP that is slow on purpose. The delay is a verify hook, s
 other part of the request path is the product's own listener. Events are consumed and
 dropped; ``watcher_listener_events_accepted_total`` on ``/metrics`` counts them.
 
-Behind a gateway (``--identity xfcc``, plain HTTP on loopback) ``--domains FILE`` turns on
-SAN pinning with a lookup answering from a JSON map runtime id → SKR domain, as KLM's
-Kyma cache would.
+Behind a gateway (``--identity xfcc``: plain HTTP on loopback, or with ``--gateway-ca``
+mTLS that believes only the gateway's XFCC) ``--domains FILE`` turns on SAN pinning with
+a lookup answering from a JSON map runtime id → SKR domain, as KLM's Kyma cache would.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from watcher.listener import (
     KymaLookup,
     Listener,
     ListenerConfig,
+    TrustedGateways,
     VerifyHook,
     VerifyRequest,
     direct_mtls_context,
+    gateway_mtls_context,
     san_pinning,
 )
 from watcher.model import ObjectKey
@@ -57,10 +59,22 @@ async def serve(args: argparse.Namespace) -> None:
     if args.domain_map is not None:
         hooks.append(san_pinning(dict_lookup(args.domain_map)))
     if args.identity == "xfcc":
+        gateway_mtls = args.gateway_ca is not None
         config = ListenerConfig(
             component=args.component,
             port=args.port,
             identity="xfcc",
+            # Without --gateway-ca: the plain-HTTP opt-out (XFCC believed from anyone).
+            ssl_context=(
+                gateway_mtls_context(args.tls_cert, args.tls_key, args.gateway_ca)
+                if gateway_mtls
+                else None
+            ),
+            trusted_gateways=(
+                TrustedGateways.of(args.trusted_gateway or ["kcp-gateway"])
+                if gateway_mtls
+                else None
+            ),
             buffer_size=4096,
             verify_hooks=tuple(hooks),
         )
@@ -100,9 +114,13 @@ def main() -> None:
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
     parser.add_argument("--ca-cert")
+    parser.add_argument("--gateway-ca", help="xfcc: serve mTLS, believe only gateway peers")
+    parser.add_argument("--trusted-gateway", action="append", help="xfcc: allow-list entry")
     args = parser.parse_args()
     if args.identity == "direct-mtls" and not (args.tls_cert and args.tls_key and args.ca_cert):
         parser.error("direct-mtls needs --tls-cert, --tls-key and --ca-cert")
+    if args.gateway_ca and not (args.identity == "xfcc" and args.tls_cert and args.tls_key):
+        parser.error("--gateway-ca needs --identity xfcc, --tls-cert and --tls-key")
     args.domain_map = json.loads(Path(args.domains).read_text()) if args.domains else None
     asyncio.run(serve(args))
 

@@ -1,7 +1,8 @@
 """Bringing the whole flow up on one machine, and down again in reverse.
 
 Start order follows the data flow backwards, so every part finds its target running:
-clusters → CRDs → KCP CA → gateway (Envoy) and its VirtualService sync → KLM stand-in
+clusters → CRDs → KCP CA and mesh CA (gateway → listener mTLS, ``harness.kcp.mesh``) →
+gateway (Envoy) and its VirtualService sync → KLM stand-in
 (its listener registered as ``klm-controller-manager-events.kcp-system:8082``) and the
 spec's extra listeners → SKR fleet (certificates, webhook processes, webhook
 configurations) → Watcher controller, whose Watcher changes re-render every SKR's
@@ -36,13 +37,14 @@ from harness.errors import HarnessError
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
 from harness.kcp.lifecycle_manager import LifecycleManager
+from harness.kcp.mesh import GatewayMesh
 from harness.kcp.watcher_controller import WatcherController, valid_watcher
 from harness.kube import GATEWAYS, KYMAS, WATCHERS, apply_crds, create_or_replace, ensure_namespace
 from harness.skr.fleet import SkrFleet
 from harness.skr.install import SkrInstallation
 from watcher import pki
 from watcher.listener import ListenerConfig
-from watcher.render.envoy import TlsFiles
+from watcher.render.envoy import ClusterSettings, TlsFiles
 from watcher.render.virtualservice import gateway_dict
 from watcher.render.watcher_cr import Watcher
 
@@ -168,10 +170,14 @@ async def watcher_environment(
         gw_dir.mkdir()
         gw_cert = issue_gateway_certificate(ca)
         files = pki.write_secret_files(gw_dir, pki.secret_data(gw_cert, ca.cert_pem))
+        mesh = GatewayMesh.create(workdir / "mesh") if spec.upstream_mtls else None
         gateway = await stack.enter_async_context(
             EnvoyGateway(
                 TlsFiles(str(files["tls.crt"]), str(files["tls.key"]), str(files["ca.crt"])),
                 log_dir=spec.log_dir,
+                cluster_settings=ClusterSettings(
+                    upstream_tls=mesh.upstream_tls() if mesh is not None else None
+                ),
             )
         )
         registry = ServiceRegistry()
@@ -182,7 +188,11 @@ async def watcher_environment(
         klm = await stack.enter_async_context(
             LifecycleManager(
                 kcp_api,
-                listener_config=ListenerConfig(component=KLM_COMPONENT, identity="xfcc"),
+                listener_config=(
+                    mesh.listener_config(KLM_COMPONENT, KLM_SERVICE[:2])
+                    if mesh is not None
+                    else ListenerConfig(component=KLM_COMPONENT, identity="xfcc")
+                ),
                 pin_san=spec.pin_san,
                 intervals=spec.intervals,
             )
@@ -226,6 +236,7 @@ async def watcher_environment(
             rotation=CertificateRotation(ca, gateway, fleet),
             workdir=workdir,
             stack=stack,
+            mesh=mesh,
         )
         env.listeners[KLM_COMPONENT] = klm.host
         klm.observers.append(env.log.recorder(KLM_COMPONENT))

@@ -37,6 +37,7 @@ from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
 from harness.kcp.lifecycle_manager import LifecycleManager
 from harness.kcp.listener_host import ListenerHost
+from harness.kcp.mesh import GatewayMesh
 from harness.kcp.watcher_controller import WatcherController, valid_watcher
 from harness.kube import (
     KYMAS,
@@ -89,6 +90,8 @@ class WatcherEnvironment:
     log: EventLog = field(default_factory=EventLog)
     listeners: dict[str, ListenerHost] = field(default_factory=dict)
     """Every manager's listener by component, KLM's (``lifecycle-manager``) included."""
+    mesh: GatewayMesh | None = None
+    """Gateway → listener mTLS (``None``: the plain-HTTP opt-out, ``upstream_mtls=False``)."""
 
     # -- facts ------------------------------------------------------------------------
 
@@ -158,15 +161,18 @@ class WatcherEnvironment:
     # -- managers and Watchers --------------------------------------------------------
 
     async def add_listener(self, component: str, service: Service) -> ListenerHost:
-        """Another manager's listener behind the gateway (XFCC identity), registered as
-        ``service`` so a Watcher's ``serviceInfo`` routes to it; its events go to
-        :attr:`events`. Stopped with the environment."""
+        """Another manager's listener behind the gateway (XFCC identity, believed only from
+        the gateway over mTLS unless :attr:`mesh` is off), registered as ``service`` so a
+        Watcher's ``serviceInfo`` routes to it; its events go to :attr:`events`. Stopped
+        with the environment."""
         if component in self.listeners:
             raise FaultError(f"a listener for {component!r} already exists")
-        host = ListenerHost(
-            ListenerConfig(component=component, identity="xfcc"),
-            self.log.recorder(component).consume,
+        config = (
+            self.mesh.listener_config(component, service[:2])
+            if self.mesh is not None
+            else ListenerConfig(component=component, identity="xfcc")
         )
+        host = ListenerHost(config, self.log.recorder(component).consume)
         await self.stack.enter_async_context(host)
         self.listeners[component] = host
         self.registry.register(service[0], service[1], service[2], ("127.0.0.1", host.port))

@@ -79,6 +79,9 @@ class EnvironmentSpec:
     intervals: RequeueIntervals = field(default_factory=RequeueIntervals)
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
+    upstream_mtls: bool = True
+    """Gateway → listener hop over mTLS (mesh CA, gateway allow-list; ``harness.kcp.mesh``).
+    ``False`` is the plain-HTTP opt-out: listeners then believe XFCC from anyone."""
     backend: BackendChoice = field(default_factory=BackendChoice)
 
     def delivery_mode_of(self, skr: SkrSpec) -> DeliveryMode:

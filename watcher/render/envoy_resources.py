@@ -73,6 +73,9 @@ def render_cluster(
     }
     tls = settings.upstream_tls
     if tls is not None:
+        # The listener's serving certificate must name the destination it serves (as
+        # Istio pins a service's identity), unless one name is configured for all.
+        server_name = tls.server_name or destination.host
         context: dict[str, Any] = {
             "@type": UPSTREAM_TLS_TYPE,
             "common_tls_context": {
@@ -81,11 +84,10 @@ def render_cluster(
                     "tls_maximum_protocol_version": "TLSv1_3",
                 },
                 "tls_certificates": [_tls_certificate(tls)],
-                "validation_context": _validation_context(tls.ca, tls.server_name),
+                "validation_context": _validation_context(tls.ca, server_name),
             },
+            "sni": server_name,
         }
-        if tls.server_name:
-            context["sni"] = tls.server_name
         cluster["transport_socket"] = {"name": TLS_TRANSPORT_SOCKET, "typed_config": context}
     return cluster
 

@@ -50,7 +50,11 @@ class TlsFiles:
 
 @dataclass(frozen=True)
 class UpstreamTls(TlsFiles):
-    """Gateway → listener mTLS; ``server_name`` sets SNI and pins the listener's SAN."""
+    """Gateway → listener mTLS: the gateway's client certificate (``cert_chain``,
+    ``private_key``), the CA the listeners' serving certificates chain to (``ca``), TLS
+    1.3. The listener's certificate must carry ``server_name`` as a SAN (also sent as
+    SNI); ``None`` pins each cluster's own destination host
+    (``<svc>.<ns>.svc.cluster.local``)."""
 
     server_name: str | None = None
 

@@ -1,0 +1,191 @@
+"""What gateway → listener mTLS costs: the same load through Envoy, plain vs mTLS upstream.
+
+``python -m harness.bench.upstream_mtls [--count N]`` starts, per mode, the real listener
+in its own process (``harness.bench.kcp_stub``, XFCC identity, SAN pinning on) and a real
+Envoy gateway in front of it, then measures from this process:
+
+* ``sequential``: one request at a time (p50/p99 latency of one event);
+* ``loaded``: 32 in flight over 8 SKR client certificates (events/s and latencies).
+
+``plain``: the listener believes XFCC from anyone on loopback (the opt-out);
+``mtls``: Envoy's cluster presents the gateway's client certificate (mesh CA, TLS 1.3,
+listener SAN pinned) and the listener checks it against the allow-list
+(``harness.kcp.mesh``). Modes alternate (plain, mtls, plain, mtls) so drift on a shared
+machine hits both. Results are printed as JSON; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import ssl
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from harness.bench.model import summary
+from harness.bench.scale import EVENT, MANAGER, SERVICE, issue_skrs, virtual_service
+from harness.clusters.ports import free_port
+from harness.clusters.process import NotReady, OwnedProcess
+from harness.kcp.gateway import EnvoyGateway
+from harness.kcp.gateway_sync import service_key
+from harness.kcp.mesh import GATEWAY_SPIFFE_ID, GatewayMesh
+from watcher import pki
+from watcher.render.envoy import ClusterSettings, TlsFiles
+
+SKRS = 8
+IN_FLIGHT = 32
+
+
+async def _post_all(
+    url: str, sessions: list[aiohttp.ClientSession], count: int, in_flight: int
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < count:
+            i = next_index
+            next_index += 1
+            started = time.perf_counter()
+            async with sessions[i % len(sessions)].post(
+                url, data=EVENT, headers={"Content-Type": "application/json"}
+            ) as response:
+                await response.read()
+            latencies.append((time.perf_counter() - started) * 1000)
+            statuses[response.status] = statuses.get(response.status, 0) + 1
+
+    started = time.perf_counter()
+    async with asyncio.timeout(120):
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+    seconds = time.perf_counter() - started
+    if set(statuses) != {200}:
+        raise RuntimeError(f"not every event was accepted: {statuses}")
+    return {
+        "events": len(latencies),
+        "events_per_s": round(len(latencies) / seconds, 1),
+        "latency_ms": summary(latencies),
+    }
+
+
+async def _probe_ready(url: str, ssl_context: ssl.SSLContext | None) -> bool:
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
+            session.get(url, ssl=ssl_context if ssl_context is not None else False) as response,
+        ):
+            if response.status != 200:
+                raise NotReady(f"/metrics answered {response.status}")
+            return True
+    except aiohttp.ClientError as exc:
+        raise NotReady(f"{url}: {exc}") from exc
+
+
+async def one_mode(
+    mode: str,
+    root: Path,
+    gateway_tls: TlsFiles,
+    mesh: GatewayMesh,
+    skrs: list[tuple[str, str, str]],
+    count: int,
+) -> dict[str, Any]:
+    """Start listener + Envoy in ``mode``; measure sequential and loaded requests."""
+    port = free_port()
+    argv = [sys.executable, "-m", "harness.bench.kcp_stub", "--port", str(port)]
+    argv += ["--component", MANAGER, "--identity", "xfcc", "--domains", str(root / "domains.json")]
+    probe_context: ssl.SSLContext | None = None
+    scheme = "http"
+    settings = ClusterSettings()
+    if mode == "mtls":
+        cert, key = mesh.issue_listener(MANAGER, SERVICE[:2])
+        argv += ["--tls-cert", str(cert), "--tls-key", str(key)]
+        argv += ["--gateway-ca", str(mesh.ca_file), "--trusted-gateway", f"uri:{GATEWAY_SPIFFE_ID}"]
+        probe_context = ssl.create_default_context(cafile=str(mesh.ca_file))
+        gateway_files = mesh.directory / "gateway"
+        probe_context.load_cert_chain(gateway_files / "tls.crt", gateway_files / "tls.key")
+        scheme = "https"
+        settings = ClusterSettings(upstream_tls=mesh.upstream_tls())
+    metrics_url = f"{scheme}://127.0.0.1:{port}/metrics"
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(
+            OwnedProcess(
+                f"listener-{mode}",
+                argv,
+                log_path=root / f"listener-{mode}.log",
+                probe=lambda: _probe_ready(metrics_url, probe_context),
+            )
+        )
+        gateway = await stack.enter_async_context(
+            EnvoyGateway(
+                gateway_tls,
+                log_dir=root,
+                name=f"kcp-gateway-{mode}",
+                cluster_settings=settings,
+                concurrency=1,
+            )
+        )
+        await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
+        sessions = []
+        for _, cert_file, key_file in skrs:
+            context = ssl.create_default_context(cafile=gateway_tls.ca)
+            context.load_cert_chain(cert_file, key_file)
+            sessions.append(
+                await stack.enter_async_context(
+                    aiohttp.ClientSession(
+                        connector=aiohttp.TCPConnector(ssl=context, limit=IN_FLIGHT),
+                        timeout=aiohttp.ClientTimeout(total=30),
+                    )
+                )
+            )
+        url = f"{gateway.url}/v2/{MANAGER}/event"
+        await _post_all(url, sessions, 200, IN_FLIGHT)  # warm-up: every connection opened
+        sequential = await _post_all(url, sessions[:1], max(count // 10, 100), 1)
+        loaded = await _post_all(url, sessions, count, IN_FLIGHT)
+        stats = await gateway.stats()
+        [cluster] = gateway.config.clusters if gateway.config is not None else [{}]
+        handshakes = stats.get(f"cluster.{cluster.get('name')}.ssl.handshake", 0)
+    return {
+        "mode": mode,
+        "sequential": sequential,
+        "loaded": loaded,
+        "upstream_tls_handshakes": handshakes,
+    }
+
+
+async def run(count: int, rounds: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-upstream-mtls-") as tmp:
+        root = Path(tmp)
+        ca = pki.create_ca("kcp-ca", key_type="ec")
+        (root / "skrs").mkdir()
+        skrs = issue_skrs(ca, root / "skrs", SKRS)
+        domains = {rid: f"skr-{rid.removeprefix('runtime-')}.kyma.example.com" for rid, *_ in skrs}
+        (root / "domains.json").write_text(json.dumps(domains))
+        server = pki.issue_server_certificate(ca, "kcp-gateway", key_type="ec")
+        files = pki.write_secret_files(root, pki.secret_data(server, ca.cert_pem))
+        gateway_tls = TlsFiles(str(files["tls.crt"]), str(files["tls.key"]), str(files["ca.crt"]))
+        mesh = GatewayMesh.create(root / "mesh")
+        results = []
+        for _ in range(rounds):
+            for mode in ("plain", "mtls"):
+                results.append(await one_mode(mode, root, gateway_tls, mesh, skrs, count))
+        return {"count": count, "skrs": SKRS, "in_flight": IN_FLIGHT, "runs": results}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.upstream_mtls")
+    parser.add_argument("--count", type=int, default=3000, help="events per loaded run")
+    parser.add_argument("--rounds", type=int, default=2, help="plain/mtls pairs")
+    args = parser.parse_args(argv)
+    print(json.dumps(asyncio.run(run(args.count, args.rounds)), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.churn.admissions import admissions_made, admissions_routed, repeated_admissions
+from harness.churn.model import ExecutedMutation
 from harness.churn.truth import Truth as ChurnTruth
 from harness.churn.truth import ground_truth
 from harness.environment import KCP_NAMESPACE, ObservedEvent
@@ -254,21 +255,38 @@ def latency(ctx: RunContext, lat: Latency, since: float) -> Check:
     return Check("latency", subject, verdict, latencies=tuple(samples))
 
 
-def write_round_trips(ctx: RunContext, cluster: str | None, since: float) -> list[float]:
-    """acked - sent of every accepted churn write in the window (``cluster``: one SKR's)."""
+def window_writes(ctx: RunContext, cluster: str | None, since: float) -> list[ExecutedMutation]:
+    """Every churn write of the window (``cluster``: one SKR's)."""
     churns = [c for c in ctx.churns if c.started_at >= since or not c.verified]
     return [
-        e.acked_at - e.sent_at
-        for c in churns
-        for e in c.executed
-        if e.ok and (cluster is None or e.mutation.cluster == cluster)
+        e for c in churns for e in c.executed if cluster is None or e.mutation.cluster == cluster
     ]
 
 
+def write_round_trips(ctx: RunContext, cluster: str | None, since: float) -> list[float]:
+    """acked - sent of every accepted churn write in the window (``cluster``: one SKR's)."""
+    return [e.acked_at - e.sent_at for e in window_writes(ctx, cluster, since) if e.ok]
+
+
 def writes(ctx: RunContext, w: WriteLatency, since: float) -> Check:
-    samples = write_round_trips(ctx, w.cluster, since)
+    done = window_writes(ctx, w.cluster, since)
+    samples = [e.acked_at - e.sent_at for e in done if e.ok]
     subject = f"write round trip ({w.cluster or 'every SKR'}, admission included)"
-    verdicts = check_latency(samples, LatencyBounds(w.p50, w.p99, w.max), subject=subject)
+    verdicts: list[Verdict] = []
+    if w.has_latency_bound:
+        bounds = LatencyBounds(w.p50, w.p99, w.max)
+        verdicts += check_latency(samples, bounds, subject=subject)
+    if w.failed is not None:
+        failed = sum(1 for e in done if not e.ok)
+        bound = CountBound(w.failed.at_least or 0, w.failed.at_most)
+        if w.failed.exactly is not None:
+            bound = CountBound(w.failed.exactly, w.failed.exactly)
+        verdicts.append(
+            count_verdict(
+                failed, bound, f"writes of {w.cluster or 'every SKR'}", noun="failed write"
+            )
+        )
+        subject = f"writes ({w.cluster or 'every SKR'}): round trip and failures"
     ok = all(v.ok for v in verdicts)
     verdict = Verdict(
         ok,

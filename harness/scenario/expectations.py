@@ -158,20 +158,27 @@ class Latency(Model):
 
 
 class WriteLatency(Model):
-    """Bounds on the churn writes' round trip in this window: sent → the API server's
-    answer, accepted writes only (``cluster``: one SKR's). Every admission webhook call is
-    inside that round trip, so this is how a scenario says admissions stayed fast."""
+    """The churn writes of this window (``cluster``: one SKR's). ``p50``/``p99``/``max``
+    bound the round trip of accepted writes (sent → the API server's answer): every
+    admission webhook call is inside it, so this is how a scenario says admissions stayed
+    fast. ``failed`` counts the writes the API server refused or never answered (e.g.
+    while it restarts): they are not writes, and the ground truth owes no event for them."""
 
     cluster: DnsLabel | None = None
     p50: Duration | None = None
     p99: Duration | None = None
     max: Duration | None = None
+    failed: Count | None = None
 
     @model_validator(mode="after")
     def _some_bound(self) -> WriteLatency:
-        if self.p50 is None and self.p99 is None and self.max is None:
-            raise ValueError("writes needs at least one of p50, p99, max")
+        if self.p50 is None and self.p99 is None and self.max is None and self.failed is None:
+            raise ValueError("writes needs at least one of p50, p99, max, failed")
         return self
+
+    @property
+    def has_latency_bound(self) -> bool:
+        return not (self.p50 is None and self.p99 is None and self.max is None)
 
 
 class Expect(Model):

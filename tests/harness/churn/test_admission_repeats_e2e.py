@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
+from harness.churn.admissions import webhook_calls
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import Cluster, LocalBackend
 from harness.kube import Resource, create, ensure_namespace, merge_patch
@@ -193,6 +195,15 @@ async def patch_back_to_back(
     return Measured(writes, len(updates), repeated, stale, pause)
 
 
+async def api_server_webhook_calls(cluster: Cluster) -> dict[str, float]:
+    async with (
+        aiohttp.ClientSession() as client,
+        client.get(f"{cluster.server}/metrics", ssl=cluster.ssl_context()) as response,
+    ):
+        assert response.status == 200
+        return webhook_calls(await response.text())
+
+
 async def test_one_write_can_be_admitted_twice(cluster_binaries: Binaries) -> None:
     recorder = Recorder()
     backend = LocalBackend(cluster_binaries)
@@ -213,6 +224,11 @@ async def test_one_write_can_be_admitted_twice(cluster_binaries: Binaries) -> No
             *(patch_back_to_back(cluster, recorder, f"parallel-{i}", 0.0, 150) for i in range(4))
         )
         paused = await patch_back_to_back(cluster, recorder, "paused", 0.05)
+        # The oracle counts repeats from the API server's own counter
+        # (harness.churn.admissions): it must agree with what the webhook saw.
+        calls = await api_server_webhook_calls(cluster)
+    recorded = sum(len(v) for v in recorder.updates.values())
+    assert calls.get("recorder.repeats.example.com") == recorded, (calls, recorded)
     results = {
         "back_to_back": [r.as_dict() for r in runs],
         "four_objects_in_parallel": [r.as_dict() for r in parallel],

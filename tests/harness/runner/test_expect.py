@@ -378,3 +378,27 @@ async def test_writes_bound_the_churn_write_round_trip(bound: str, passed: bool)
     assert result.passed is passed, result.actual
     assert result.actual.endswith(f"(n={len(session.mutations)})")
     assert float(result.actual.split()[0]) >= 0.005
+
+
+@pytest.mark.parametrize(("bound", "passed"), [("{atLeast: 1}", True), ("{exactly: 0}", False)])
+async def test_writes_count_the_refused_churn_writes(bound: str, passed: bool) -> None:
+    """Every third churn write is refused, as by an API server that is restarting."""
+
+    class Refusing(FakeSession):
+        async def write(self, mutation: Mutation) -> Any:
+            await super().write(mutation)
+            if len(self.mutations) % 3 == 0:
+                raise ConnectionRefusedError("apiserver down")
+            return None
+
+    session = Refusing()
+    text = CHURN.replace("BACKGROUND", "false").replace(
+        "          truth: {manager: lifecycle-manager}\n          latency: {p50: 1s, max: 2s}\n",
+        f"          writes: {{cluster: skr-a, failed: {bound}}}\n",
+    )
+    report = await run(text, session)
+    (result,) = report.expectations
+    refused = len(session.mutations) // 3
+    assert refused >= 1
+    assert result.passed is passed, result.actual
+    assert result.actual.startswith(f"{refused} ")

@@ -68,11 +68,14 @@ class SoakProgress:
             )
 
     def _detail(self) -> str:
-        parts = [f"{self.events} events", f"{self.failed} failed"]
-        for name, s in sorted(self._latest.items()):
-            if s.rss is not None and name.startswith("webhook/"):
-                parts.append(f"{name} {format_bytes(s.rss)} {s.fds} fds")
-        return "  ".join(parts)
+        """Events, failures and the largest webhook's RSS and fds (one short line)."""
+        hooks = [s for n, s in self._latest.items() if n.startswith("webhook/") and s.rss]
+        head = f"{self.events} events, {self.failed} failed"
+        if not hooks:
+            return head
+        rss = max(s.rss or 0 for s in hooks)
+        fds = max(s.fds or 0 for s in hooks)
+        return f"{head}; webhooks <= {format_bytes(rss)}, <= {fds} fds"
 
     def close(self) -> None:
         if self._progress is not None:

@@ -281,7 +281,9 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
             sampler = Sampler(
                 found,
                 interval=config.interval,
-                on_sample=lambda batch: progress.sampled(batch, len(env.events) + len(ext.events)),
+                on_sample=lambda batch: progress.sampled(
+                    batch, len(env.events) + len(ext.collect())
+                ),
             )
             progress.phase(
                 f"churn: {len(plan)} writes at {config.rate:g}/s for {config.duration:g} s"

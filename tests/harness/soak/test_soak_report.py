@@ -12,6 +12,7 @@ import pytest
 from harness.soak.external import ExternalListener, parse_event_line
 from harness.soak.model import Growth, OracleCounts, Sample, decide
 from harness.soak.plot import PNG_SIGNATURE, rss_fd_png
+from harness.soak.progress import SoakProgress
 from harness.soak.report import render_markdown
 from harness.soak.run import ProcessInfo, SoakConfig, SoakResult, latency_summary, to_json
 from harness.soak.sampler import Target, command_name, open_fds, read
@@ -146,3 +147,20 @@ def test_reading_this_process_from_proc() -> None:
     assert open_fds(2**31 - 1) is None
     assert command_name(pid) != ""
     assert read(Target("gone", "info", lambda: None), 0).rss is None
+
+
+def test_progress_prints_a_short_plain_line_when_not_on_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    progress = SoakProgress(Console(file=out, width=200), every=0)
+    progress.start(10)
+    progress.wrote(True)
+    progress.wrote(False)
+    progress.sampled(
+        [Sample(1, "webhook/skr-a", 1, 40 * MIB, 12), Sample(1, "envoy", 2, MIB, 30)], 7
+    )
+    progress.close()
+    assert "2/10 writes  7 events, 1 failed; webhooks <= 40.0 MiB, <= 12 fds" in out.getvalue()

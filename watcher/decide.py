@@ -196,21 +196,29 @@ def go_deep_equal(a: Any, b: Any) -> bool:
     """``reflect.DeepEqual`` on values Go's ``encoding/json`` decoded into ``any``.
 
     Numbers are float64 there (so ``1`` equals ``1.0`` and huge integers round), booleans
-    never equal numbers, and a nil map differs from an empty one.
+    never equal numbers, and a nil map differs from an empty one. Iterative, so a spec
+    nested as deep as ``json.loads`` allows cannot exhaust the stack of the caller.
     """
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return _float64(a) == _float64(b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
+    pending: list[tuple[Any, Any]] = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if isinstance(x, bool) or isinstance(y, bool):
+            if not (type(x) is type(y) and x == y):
+                return False
+        elif isinstance(x, int | float) and isinstance(y, int | float):
+            if _float64(x) != _float64(y):
+                return False
+        elif isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            pending.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y, strict=True))
+        elif type(x) is not type(y) or x != y:
             return False
-        return all(go_deep_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(go_deep_equal(x, y) for x, y in zip(a, b, strict=True))
-    if type(a) is not type(b):
-        return False
-    return bool(a == b)
+    return True
 
 
 def _float64(n: int | float) -> float:

@@ -11,7 +11,8 @@ import re
 
 from watcher.model import Contract
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# fullmatch, not ``$``: ``$`` also matches before a trailing newline ("name\n").
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 MAX_NAME_LENGTH = 63
 
 
@@ -21,7 +22,7 @@ def validate_manager_name(name: str) -> str:
         raise ValueError("must not be empty")
     if len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"must be at most {MAX_NAME_LENGTH} characters, got {len(name)}")
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise ValueError(
             f"{name!r} is not a DNS label (lower-case letters, digits and '-', "
             "starting and ending with a letter or digit)"

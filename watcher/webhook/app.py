@@ -12,6 +12,7 @@ was queued is answered ``kcp request queued`` (delivery happens after the answer
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from watcher.decide import KCP_REQUEST_FAILED, Reason, decide_request
 from watcher.errors import InvalidAdmissionReview
@@ -47,13 +49,17 @@ class AdmissionConfig:
     kcp_contract: Contract | None
     mode: str = "async"
     max_body_bytes: int = 8 * 1024 * 1024
+    body_timeout: float = 10.0
 
 
 class _BadRequest(Exception):
-    def __init__(self, status: int, error: str) -> None:
+    """``close``: the body was not read to its end, so the connection cannot be reused."""
+
+    def __init__(self, status: int, error: str, *, close: bool = False) -> None:
         super().__init__(error)
         self.status = status
         self.error = error
+        self.close = close
 
 
 def error_response(status: int, error: str, **headers: str) -> web.Response:
@@ -85,7 +91,10 @@ class AdmissionHandler:
             self.metrics.admission_errors.inc()
             log.debug("admission request rejected (%d): %s", exc.status, exc.error)
             extra = {"Allow": "POST"} if exc.status == 405 else {}
-            return error_response(exc.status, exc.error, **extra)
+            response = error_response(exc.status, exc.error, **extra)
+            if exc.close:
+                response.force_close()  # the unread rest of the body is no new request
+            return response
         finally:
             self.metrics.request_duration.set(self.clock() - start)
 
@@ -99,11 +108,24 @@ class AdmissionHandler:
             raise _BadRequest(400, f"manager in path /validate/<manager> {exc}") from None
         limit = self.config.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
-            raise _BadRequest(413, f"body of {request.content_length} bytes exceeds {limit}")
+            raise _BadRequest(
+                413, f"body of {request.content_length} bytes exceeds {limit}", close=True
+            )
         try:
-            raw = await request.read()
+            async with asyncio.timeout(self.config.body_timeout):
+                raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            raise _BadRequest(413, f"body exceeds {limit} bytes") from None
+            raise _BadRequest(413, f"body exceeds {limit} bytes", close=True) from None
+        except TimeoutError:
+            timeout = self.config.body_timeout
+            raise _BadRequest(408, f"body not received within {timeout:g} s", close=True) from None
+        except (web.RequestPayloadError, HttpProcessingError, OSError) as exc:
+            # Bad chunking or compression, or the client went away mid-body (aiohttp
+            # raises ConnectionResetError). The rest of the stream is garbage: keep aiohttp
+            # from draining it after the answer (it would log the error again).
+            request.content.feed_eof()
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise _BadRequest(400, f"body unreadable: {detail}", close=True) from None
         if not raw:
             raise _BadRequest(400, "body is empty; expected an AdmissionReview")
         try:
@@ -115,12 +137,14 @@ class AdmissionHandler:
 
     async def _handle(self, request: web.Request) -> web.Response:
         manager, review = await self._read_review(request)
+        contract: Contract = self.config.kcp_contract or "v2"
         try:
             admission = parse_admission_review(review)
+            decision = decide_request(admission, manager=manager, contract=contract)
         except InvalidAdmissionReview as exc:
             raise _BadRequest(400, f"invalid AdmissionReview: {exc}") from None
-        contract: Contract = self.config.kcp_contract or "v2"
-        decision = decide_request(admission, manager=manager, contract=contract)
+        except RecursionError:
+            raise _BadRequest(400, "AdmissionReview is nested too deeply") from None
         if decision.send and decision.event is not None:
             self.metrics.kcp_requests.inc()
             path = event_path(contract, manager)
@@ -178,10 +202,54 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
     response.headers.update(SECURITY_HEADERS)
 
 
+# Any characters, newlines too: ``.*`` would let ``%0A`` fall through to aiohttp's
+# own text/plain 404 instead of our JSON answers.
+_ANY = r"[\s\S]*"
+
+
+async def _not_found(request: web.Request) -> web.Response:
+    return error_response(404, f"no route for {request.path}; reviews go to /validate/<manager>")
+
+
+async def expect_continue(request: web.Request) -> web.StreamResponse | None:
+    """``Expect: 100-continue`` as aiohttp does it; any other expectation → JSON 417."""
+    expect = request.headers.get("Expect", "")
+    if expect.lower() != "100-continue":
+        response = error_response(417, f"Expect: {expect!r} is not supported")
+        response.force_close()  # the body, if any, was not read
+        return response
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    request.writer.output_size = 0  # the answer proper has not started yet
+    return None
+
+
+def build_runner(
+    handler: AdmissionHandler, *, header_timeout: float, access_log: logging.Logger | None = None
+) -> web.AppRunner:
+    """The app with the server limits that are not per request.
+
+    ``keepalive_timeout`` is also how long a connection may take to deliver a complete
+    request head (aiohttp closes a connection whose request has not arrived by then, from
+    the connect or from the previous answer), so it bounds slowloris clients; aiohttp's
+    default is an hour. Bodies are not decompressed: the API server never compresses a
+    review, and inflating one would be a way around ``max_body_bytes`` checks on the wire.
+    """
+    return web.AppRunner(
+        build_app(handler),
+        access_log=access_log,
+        shutdown_timeout=5.0,
+        keepalive_timeout=header_timeout,
+        auto_decompress=False,
+    )
+
+
 def build_app(handler: AdmissionHandler) -> web.Application:
     """The aiohttp application; ``client_max_size`` enforces the body limit while reading."""
     app = web.Application(middlewares=[json_errors], client_max_size=handler.config.max_body_bytes)
-    app.router.add_route("*", "/validate", handler.handle)
-    app.router.add_route("*", "/validate/{manager:.*}", handler.handle)
+    app.router.add_route("*", "/validate", handler.handle, expect_handler=expect_continue)
+    app.router.add_route(
+        "*", "/validate/{manager:" + _ANY + "}", handler.handle, expect_handler=expect_continue
+    )
+    app.router.add_route("*", "/{tail:" + _ANY + "}", _not_found, expect_handler=expect_continue)
     app.on_response_prepare.append(_security_headers)
     return app

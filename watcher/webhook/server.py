@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from watcher.errors import CertificateError, ConfigError
-from watcher.webhook.app import AdmissionConfig, AdmissionHandler, build_app
+from watcher.webhook.app import AdmissionConfig, AdmissionHandler, build_runner
 from watcher.webhook.delivery import Delivery, DrainReport
 from watcher.webhook.kcpclient import KcpClient, KcpRequestSetupError, KcpResponse
 from watcher.webhook.metrics import WebhookMetrics
@@ -155,13 +155,14 @@ class Webhook:
                     kcp_contract=s.kcp_contract,
                     mode=s.delivery.mode,
                     max_body_bytes=s.max_body_bytes,
+                    body_timeout=s.body_timeout,
                 ),
                 delivery=delivery,
                 metrics=self.metrics,
                 clock=self._clock,
             )
             access_log = log if log.isEnabledFor(logging.DEBUG) else None
-            runner = web.AppRunner(build_app(handler), access_log=access_log, shutdown_timeout=5.0)
+            runner = build_runner(handler, header_timeout=s.header_timeout, access_log=access_log)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
             site = web.TCPSite(runner, s.host, s.port, ssl_context=self.tls.server_context)

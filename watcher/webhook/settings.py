@@ -43,6 +43,11 @@ Variable                            Default         Meaning
 ``WATCHER_SPOOL_SEGMENT_BYTES``     ``4194304``     segment size that triggers compaction
 ``WATCHER_TLS_RELOAD_SECONDS``      ``1``           how often the cert files are stat()ed
 ``WATCHER_MAX_BODY_BYTES``          ``8388608``     admission bodies larger than this → 413
+``WATCHER_HEADER_TIMEOUT_SECONDS``  ``15``          a request head not complete this long after
+                                                    the connect or the previous answer closes
+                                                    the connection (also the idle keep-alive)
+``WATCHER_BODY_TIMEOUT_SECONDS``    ``10``          a body not complete this long after its
+                                                    head → 408 and the connection is closed
 ``WATCHER_LOG_LEVEL``               ``INFO``        ``DEBUG`` logs every admission
 ==================================  ==============  ===========================================
 """
@@ -110,6 +115,8 @@ class WebhookSettings:
     delivery: DeliverySettings = DeliverySettings()
     tls_reload_interval: float = 1.0
     max_body_bytes: int = 8 * 1024 * 1024
+    header_timeout: float = 15.0
+    body_timeout: float = 10.0
     log_level: str = "INFO"
 
     @property
@@ -268,5 +275,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> WebhookSettings:
         delivery=delivery,
         tls_reload_interval=_get(env, "WATCHER_TLS_RELOAD_SECONDS", 1.0, _positive_float, pos_f),
         max_body_bytes=_get(env, "WATCHER_MAX_BODY_BYTES", 8 * 1024 * 1024, _positive_int, pos_i),
+        header_timeout=_get(env, "WATCHER_HEADER_TIMEOUT_SECONDS", 15.0, _positive_float, pos_f),
+        body_timeout=_get(env, "WATCHER_BODY_TIMEOUT_SECONDS", 10.0, _positive_float, pos_f),
         log_level=level,
     )

@@ -389,3 +389,24 @@ async def test_second_process_on_the_same_spool_exits_with_one_line(
         assert f"in use by another process (pid {first.proc.pid})" in lines[0]
     finally:
         await first.kill()
+
+
+async def test_a_failing_journal_write_keeps_the_event_in_memory(
+    make_webhook: MakeWebhook,
+    api_server: Any,
+    kcp: FakeKcp,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = await make_webhook(spool_dir=tmp_path / "spool")
+    assert hook.spool is not None
+
+    def disk_full(path: str, body: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(hook.spool, "append", disk_full)
+    answer = await api_server(hook, create("kyma-1"))
+    assert message(answer) == "kcp request queued"
+    assert answer.json["response"]["allowed"] is True
+    await eventually(lambda: kcp.bodies() == [event_body()], what="delivery from memory")
+    assert hook.metrics.value("watcher_spool_errors_total") == 1

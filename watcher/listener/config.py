@@ -47,6 +47,11 @@ class ListenerConfig:
     max_xfcc_bytes: int = 32768
     serve_metrics: bool = True
     shutdown_timeout: float = 5.0
+    header_timeout: float = 15.0
+    """A request head not complete this long after the connect or the previous answer
+    closes the connection (slowloris); also the idle keep-alive timeout."""
+    body_timeout: float = 10.0
+    """A body not complete this long after its head is answered 408."""
 
     def __post_init__(self) -> None:
         try:
@@ -72,7 +77,7 @@ class ListenerConfig:
         for name in ("buffer_size", "retry_after_seconds"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("backpressure_timeout", "shutdown_timeout"):
+        for name in ("backpressure_timeout", "shutdown_timeout", "header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         for name in ("max_body_bytes", "max_xfcc_bytes"):

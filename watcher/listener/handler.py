@@ -7,10 +7,15 @@ this to Istio's mesh). Then the order and status codes follow upstream's listene
 POST → 400 wrong contract → 500 body unreadable → 400 not a WatchEvent (upstream: 500) →
 401 no usable client certificate → 400 empty CN → 403 a verify hook refused → 503
 consumer too slow → 200. Every error is JSON ``{"error": ..., "reason": ...}``.
+
+Not in upstream: a body slower than ``body_timeout`` → 408, an ``Expect`` other than
+``100-continue`` → 417 (both close the connection); a request head slower than
+``header_timeout`` is cut by aiohttp (``keepalive_timeout``, see ``server.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -235,10 +240,23 @@ class EventHandler:
         return None
 
     async def _read_event(self, request: web.Request) -> WatchEvent | web.Response:
-        """413 while reading, 500 unreadable, 400 not a WatchEvent (upstream: 500)."""
+        """413 while reading, 408 too slow, 500 unreadable, 400 not a WatchEvent (upstream:
+        500)."""
         limit = self._config.max_body_bytes
         try:
-            body = await read_body(request, limit)
+            async with asyncio.timeout(self._config.body_timeout):
+                body = await read_body(request, limit)
+        except TimeoutError:
+            response = self._reject(
+                request,
+                408,
+                m.REJECT_BODY_TIMEOUT,
+                "request body too slow",
+                f"body not complete within {self._config.body_timeout:g} s",
+            )
+            request.content.feed_eof()
+            response.force_close()
+            return response
         except _BodyTooLarge as exc:
             response = self._reject(
                 request,
@@ -363,7 +381,12 @@ def build_app(
         start = time.perf_counter()
         status = 500
         try:
-            response = await handler(request)
+            try:
+                response = await handler(request)
+            except web.HTTPException as exc:  # aiohttp's own, e.g. 404 for ``OPTIONS *``
+                if exc.status < 400:
+                    raise
+                response = error_response(exc.status, exc.reason, "refused by the HTTP layer")
             status = response.status
             return response
         finally:
@@ -381,13 +404,31 @@ def build_app(
             404, "not found", f"no route for {request.path}; events go to {config.event_path}"
         )
 
+    async def expect_continue(request: web.Request) -> web.StreamResponse | None:
+        """``Expect: 100-continue`` as aiohttp does it; anything else → JSON 417."""
+        expect = request.headers.get("Expect", "")
+        if expect.lower() != "100-continue":
+            metrics.rejected.labels(m.REJECT_EXPECTATION).inc()
+            response = error_response(
+                417, "expectation failed", f"Expect: {expect!r} is not supported"
+            )
+            response.force_close()  # the body, if any, was not read
+            return response
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer proper has not started yet
+        return None
+
     app = web.Application(middlewares=[observe])
     app.router.add_route(
-        "*", "/{version:[^/]+}/" + config.component + "/event", event_handler.handle
+        "*",
+        "/{version:[^/]+}/" + config.component + "/event",
+        event_handler.handle,
+        expect_handler=expect_continue,
     )
     if config.serve_metrics:
         app.router.add_get("/metrics", serve_metrics)
-    app.router.add_route("*", "/{tail:.*}", not_found)
+    # any characters, newlines too: ``.*`` would leave ``%0A`` to aiohttp's text/plain 404
+    app.router.add_route("*", r"/{tail:[\s\S]*}", not_found, expect_handler=expect_continue)
     return app
 
 

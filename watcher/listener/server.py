@@ -86,6 +86,12 @@ class Listener:
             access_log=None,
             shutdown_timeout=config.shutdown_timeout,
             max_field_size=max(_MIN_FIELD_SIZE, 2 * config.max_xfcc_bytes),
+            # aiohttp closes a connection whose request head has not arrived this long
+            # after the connect or the previous answer (its default is an hour)
+            keepalive_timeout=config.header_timeout,
+            # a body left unread by a refusal ends the connection instead of being read
+            # and discarded (which aiohttp logs as an error when it does not decompress)
+            lingering_time=0,
         )
         await runner.setup()
         try:

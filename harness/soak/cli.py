@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--settle", type=float, default=default.settle, help="max wait for events")
     p.add_argument("--docs-dir", type=Path, default=Path("docs"))
+    p.add_argument(
+        "--note", action="append", default=[], help="a line for the report's notes (repeatable)"
+    )
     p.add_argument("--log-dir", type=Path, default=default.log_dir)
     return p
 
@@ -59,9 +62,11 @@ def config_from(args: argparse.Namespace) -> SoakConfig:
     )
 
 
-def write_outputs(result: SoakResult, docs_dir: Path, command: str) -> dict[str, object]:
+def write_outputs(
+    result: SoakResult, docs_dir: Path, command: str, notes: Sequence[str] = ()
+) -> dict[str, object]:
     """Write the three files; returns the JSON document."""
-    doc = to_json(result, command=command)
+    doc = {**to_json(result, command=command), "notes": list(notes)}
     docs_dir.mkdir(parents=True, exist_ok=True)
     (docs_dir / "soak.json").write_text(json.dumps(doc, indent=1) + "\n")
     (docs_dir / "soak.md").write_text(render_markdown(doc, plot_name=PLOT_NAME))
@@ -94,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     command = describe_command(sys.argv[1:] if argv is None else list(argv))
     result = asyncio.run(run_soak(config))
-    doc = write_outputs(result, args.docs_dir, command)
+    doc = write_outputs(result, args.docs_dir, command, args.note)
     for c in result.criteria:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.actual} (expected {c.expected})")
     print(f"soak: {'PASSED' if doc['passed'] else 'FAILED'}; report: {args.docs_dir / 'soak.md'}")

@@ -8,11 +8,17 @@ to the end of the churn (the final reading may come a moment after ``duration``)
 
 **RSS growth** is ``mean(last) / mean(first) - 1`` of the samples in the two windows.
 
-**File descriptors** are judged on the *floor* (the minimum) of each window, not the
-peak: a pooled keep-alive connection or an in-flight request holds a socket for a moment
-and then closes it, so peaks wobble with timing; a leaked descriptor never closes, so it
-lifts the floor for the rest of the run. Growth = floor(last) - floor(first); the pass
-criterion allows ``fd_tolerance`` (0 by default). Peaks are reported next to it.
+**File descriptors** are judged without the ESTABLISHED TCP connections, on the *floor*
+(the minimum) of each window. Established connections between the components are
+keep-alive pools: the webhook's client (aiohttp reuses pooled connections first in, first
+out, so every connection a burst opened stays warm while events keep coming; at most
+``WATCHER_POOL_SIZE``, 16), the API server's client to the webhook, Envoy's both sides;
+their count follows the highest concurrency seen so far and is bounded by those pools.
+They are reported (peak per window), not judged. Everything else — files, pipes, event
+fds, listening sockets, and sockets in any other TCP state (a connection the peer closed
+but we never did sits in CLOSE_WAIT) — must not grow: growth = floor(last) - floor(first)
+<= ``fd_tolerance`` (0). Floors, not peaks: an in-flight request holds a descriptor for a
+moment, so peaks wobble with timing, while a leaked descriptor lifts the floor for good.
 
 A process whose pid changed during the measured windows (it was restarted) cannot be
 judged: its growth is reported as such and fails the criterion.
@@ -38,6 +44,15 @@ class Sample:
     pid: int | None
     rss: int | None
     fds: int | None
+    connections: int | None = None
+    """How many of ``fds`` are ESTABLISHED TCP connections (None: not known)."""
+
+    @property
+    def other_fds(self) -> int | None:
+        """Descriptors that are not established connections (the judged ones)."""
+        if self.fds is None:
+            return None
+        return self.fds - (self.connections or 0)
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,8 @@ class Growth:
     fd_peak_end: int | None
     samples: int
     restarted: bool
+    conn_peak_start: int | None = None
+    conn_peak_end: int | None = None
 
     @property
     def rss_growth(self) -> float | None:
@@ -118,17 +135,25 @@ def growth(samples: Iterable[Sample], windows: Windows, process: str, role: Role
     def fds(group: list[Sample]) -> list[int]:
         return [s.fds for s in group if s.fds is not None]
 
+    def other(group: list[Sample]) -> list[int]:
+        return [s.other_fds for s in group if s.other_fds is not None]
+
+    def conns(group: list[Sample]) -> list[int]:
+        return [s.connections for s in group if s.connections is not None]
+
     return Growth(
         process=process,
         role=role,
         rss_start=_mean(rss(first)),
         rss_end=_mean(rss(last)),
-        fd_floor_start=min(fds(first), default=None),
-        fd_floor_end=min(fds(last), default=None),
+        fd_floor_start=min(other(first), default=None),
+        fd_floor_end=min(other(last), default=None),
         fd_peak_start=max(fds(first), default=None),
         fd_peak_end=max(fds(last), default=None),
         samples=len(mine),
         restarted=len(pids) > 1,
+        conn_peak_start=max(conns(first), default=None),
+        conn_peak_end=max(conns(last), default=None),
     )
 
 
@@ -240,7 +265,7 @@ def decide(
         fd = g.fd_growth
         out.append(
             Criterion(
-                f"{g.process}: fd growth",
+                f"{g.process}: fd growth (excl. connections)",
                 fd is not None and not g.restarted and fd <= thresholds.fd_tolerance,
                 f"<= {thresholds.fd_tolerance}",
                 "restarted" if g.restarted else ("no samples" if fd is None else f"{fd:+d}"),

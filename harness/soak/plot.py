@@ -15,7 +15,7 @@ MIB = 1024 * 1024
 _PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d")
 
 Row = Sequence[float | int | None]
-"""``[t_s, pid, rss_bytes, fds]`` as in ``docs/soak.json``."""
+"""``[t_s, pid, rss_bytes, fds, established_connections]`` as in ``docs/soak.json``."""
 
 
 def rss_fd_png(
@@ -38,15 +38,24 @@ def rss_fd_png(
         color = _PALETTE[i % len(_PALETTE)]
         rss = [(r[0], r[2]) for r in rows if r[0] is not None and r[2] is not None]
         fds = [(r[0], r[3]) for r in rows if r[0] is not None and r[3] is not None]
+        other = [
+            (r[0], r[3] - (r[4] or 0))
+            for r in rows
+            if len(r) > 4 and r[0] is not None and r[3] is not None
+        ]
         if rss:
             rss_ax.plot(
                 [t for t, _ in rss], [v / MIB for _, v in rss], label=name, color=color, lw=1.2
             )
         if fds:
-            fd_ax.plot([t for t, _ in fds], [v for _, v in fds], color=color, lw=1.2)
+            fd_ax.plot([t for t, _ in fds], [v for _, v in fds], color=color, lw=0.8, ls="--")
+        if other:
+            fd_ax.plot([t for t, _ in other], [v for _, v in other], color=color, lw=1.2)
     rss_ax.set_ylabel("RSS (MiB)")
     rss_ax.set_ylim(bottom=0)
-    fd_ax.set_ylabel("open fds")
+    fd_ax.set_ylabel(
+        "fds (dashed: all; solid: judged,\nwithout established connections)", fontsize=8
+    )
     fd_ax.set_xlabel("seconds since the churn started (grey: warm-up; blue/orange: windows)")
     if title:
         rss_ax.set_title(title, fontsize=10)

@@ -77,10 +77,11 @@ def render_markdown(doc: Mapping[str, Any], *, plot_name: str = "soak-rss.png") 
                 "RSS start (MiB)",
                 "RSS end (MiB)",
                 "RSS growth",
-                "fd floor start",
-                "fd floor end",
+                "other fds floor start",
+                "end",
                 "fd growth",
-                "fd peak start/end",
+                "connections peak start/end",
+                "all fds peak start/end",
                 "samples",
             ),
             [
@@ -93,6 +94,7 @@ def render_markdown(doc: Mapping[str, Any], *, plot_name: str = "soak-rss.png") 
                     _int(p["fd_floor_start"]),
                     _int(p["fd_floor_end"]),
                     _signed(p["fd_growth"]),
+                    f"{_int(p.get('conn_peak_start'))}/{_int(p.get('conn_peak_end'))}",
                     f"{_int(p['fd_peak_start'])}/{_int(p['fd_peak_end'])}",
                     str(p["samples"]),
                 )
@@ -137,6 +139,8 @@ def render_markdown(doc: Mapping[str, Any], *, plot_name: str = "soak-rss.png") 
         ),
         "",
     ]
+    if doc.get("notes"):
+        lines += ["## Notes", "", *(f"- {n}" for n in doc["notes"]), ""]
     if doc.get("findings"):
         lines += ["First findings:", "", *(f"- {f}" for f in doc["findings"]), ""]
     lines += METHOD
@@ -155,7 +159,8 @@ METHOD = [
     "## Method",
     "",
     "- **Environment**: KCP + SKRs as real kube-apiserver + etcd processes, the real Envoy "
-    "gateway with mTLS and XFCC, one `watcher-webhook` process per SKR (async delivery), "
+    "gateway with mTLS and XFCC, one `watcher-webhook` process per SKR as the environment "
+    "installs it (async delivery, durable spool on, no fsync), "
     "KLM's Watcher (Kymas → `lifecycle-manager`, listener inside the harness process with "
     "the KLM stand-in) and a second Watcher (ConfigMaps labelled "
     "`harness.kyma-project.io/soak=on` → `config-manager`) whose listener runs as its own "
@@ -172,12 +177,20 @@ METHOD = [
     "event lost between two writes of one object looks like one the webhook coalesced; "
     "*send decisions minus events received* bounds both together. The pool of objects "
     "per kind and SKR keeps each group to a few dozen writes over the run.",
-    "- **Sampling**: `VmRSS` from `/proc/<pid>/status` and the entries of `/proc/<pid>/fd`. "
-    "RSS growth = mean of the last window / mean of the first window after warm-up - 1 "
-    "(must stay < 10 %). Descriptors are judged on each window's *floor* (minimum): "
-    "keep-alive and in-flight connections come and go between samples and make peaks "
-    "wobble, while a leaked descriptor never closes and lifts the floor; no tolerance is "
-    "allowed. Peaks are shown next to it.",
+    "- **Sampling**: `VmRSS` from `/proc/<pid>/status` and the entries of `/proc/<pid>/fd`; "
+    "a descriptor whose socket inode is an ESTABLISHED connection in `/proc/net/tcp` counts "
+    "as a connection. RSS growth = mean of the last window / mean of the first window "
+    "after warm-up - 1 (must stay < 10 %).",
+    "- **Descriptors** are judged without the established connections, on each window's "
+    "*floor* (minimum), with no tolerance: files, pipes, event fds, listening sockets and "
+    "sockets in any other state (a connection closed by the peer but never by us sits in "
+    "CLOSE_WAIT) must not grow; a leaked descriptor never closes and lifts the floor, while "
+    "in-flight requests only lift peaks. Established connections are keep-alive pools "
+    "(webhook → gateway, at most `WATCHER_POOL_SIZE` = 16 per webhook; API server → "
+    "webhook; gateway → listeners): aiohttp reuses pooled connections first in, first out, "
+    "so each connection a burst of concurrent deliveries opened stays warm while events "
+    "keep coming, and the count follows the highest concurrency seen so far. They are "
+    "shown (peak per window), not judged.",
     "- **Harness process** (info only, not judged): it hosts KLM's listener and stand-in, "
     "but also the churn runner and every record the oracle needs (each write and each "
     "event is kept until the end), so its growth is expected and says little about the "

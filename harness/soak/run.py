@@ -341,7 +341,8 @@ def to_json(result: SoakResult, *, command: str) -> dict[str, Any]:
     pids = {p.name: p for p in result.processes}
     series: dict[str, list[list[float | int | None]]] = {}
     for s in result.samples:
-        series.setdefault(s.process, []).append([round(s.t, 2), s.pid, s.rss, s.fds])
+        row = [round(s.t, 2), s.pid, s.rss, s.fds, s.connections]
+        series.setdefault(s.process, []).append(row)
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(result.started_at)),
         "command": command,
@@ -377,5 +378,8 @@ def to_json(result: SoakResult, *, command: str) -> dict[str, Any]:
             for g in result.growths
         ],
         "findings": list(result.findings),
-        "samples": {"columns": ["t_s", "pid", "rss_bytes", "fds"], "by_process": series},
+        "samples": {
+            "columns": ["t_s", "pid", "rss_bytes", "fds", "established_connections"],
+            "by_process": series,
+        },
     }

@@ -1,8 +1,11 @@
 """Periodic readings of RSS and open file descriptors of named processes, from ``/proc``.
 
 RSS is ``VmRSS`` of ``/proc/<pid>/status`` (what the kernel charges the process now); the
-descriptor count is the number of entries in ``/proc/<pid>/fd``. A target's pid is asked
-for at every tick, so a restarted process shows up as a new pid instead of a gap.
+descriptor count is the number of entries in ``/proc/<pid>/fd``, and ``connections`` is how
+many of them are TCP sockets in state ESTABLISHED (their inodes looked up in
+``/proc/net/tcp`` and ``tcp6``): pooled keep-alive connections, which the soak's fd
+criterion tells apart from everything else (see :mod:`harness.soak.model`). A target's pid
+is asked for at every tick, so a restarted process shows up as a new pid instead of a gap.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters import procfs
@@ -29,12 +33,48 @@ class Target:
     pid: PidOf
 
 
+ESTABLISHED = "01"  # TCP state in /proc/net/tcp
+
+
+def established_inodes(proc: Path = procfs.PROC) -> frozenset[str]:
+    """Socket inodes of every ESTABLISHED TCP connection in this network namespace."""
+    out: set[str] = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except (FileNotFoundError, PermissionError):
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == ESTABLISHED:
+                out.add(fields[9])
+    return frozenset(out)
+
+
 def open_fds(pid: int) -> int | None:
     """Entries in ``/proc/<pid>/fd``, or None if the process is gone or not ours."""
     try:
         return len(os.listdir(procfs.PROC / str(pid) / "fd"))
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
+
+
+def fd_counts(pid: int, established: frozenset[str]) -> tuple[int | None, int | None]:
+    """(open descriptors, of which ESTABLISHED TCP sockets); (None, None) if gone."""
+    directory = procfs.PROC / str(pid) / "fd"
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None, None
+    connections = 0
+    for name in names:
+        try:
+            target = os.readlink(directory / name)
+        except OSError:  # closed between listdir and readlink
+            continue
+        if target.startswith("socket:[") and target[8:-1] in established:
+            connections += 1
+    return len(names), connections
 
 
 def command_name(pid: int) -> str:
@@ -45,11 +85,12 @@ def command_name(pid: int) -> str:
         return ""
 
 
-def read(target: Target, t: float) -> Sample:
+def read(target: Target, t: float, established: frozenset[str] = frozenset()) -> Sample:
     pid = target.pid()
     if pid is None:
         return Sample(t, target.name, None, None, None)
-    return Sample(t, target.name, pid, procfs.rss_bytes(pid), open_fds(pid))
+    fds, connections = fd_counts(pid, established)
+    return Sample(t, target.name, pid, procfs.rss_bytes(pid), fds, connections)
 
 
 class Sampler(Service):
@@ -78,7 +119,8 @@ class Sampler(Service):
     def tick(self) -> list[Sample]:
         """Read every target once (also called directly for a first and a last reading)."""
         t = self._clock() - self.origin
-        batch = [read(target, t) for target in self.targets]
+        established = established_inodes()
+        batch = [read(target, t, established) for target in self.targets]
         self.samples.extend(batch)
         if self._on_sample is not None:
             self._on_sample(batch)

@@ -106,7 +106,7 @@ def test_decide_passes_when_every_criterion_holds() -> None:
     criteria = decide(oracle(), growths, target_rate=50, achieved=48)
     assert passed(criteria)
     names = [c.name for c in criteria]
-    assert "webhook/a: RSS growth" in names and "webhook/a: fd growth" in names
+    assert "webhook/a: RSS growth" in names and "webhook/a: fd growth (excl. connections)" in names
     assert not any(n.startswith("harness") for n in names)  # info only, never judged
 
 
@@ -134,7 +134,10 @@ def test_decide_fails_on_rss_growth_of_ten_percent_and_any_fd_growth() -> None:
         achieved=50,
     )
     failed = {c.name: c.actual for c in criteria if not c.ok}
-    assert failed == {"webhook/a: RSS growth": "+10.0%", "envoy: fd growth": "+1"}
+    assert failed == {
+        "webhook/a: RSS growth": "+10.0%",
+        "envoy: fd growth (excl. connections)": "+1",
+    }
 
 
 def test_decide_fd_tolerance_and_restarts() -> None:
@@ -157,3 +160,18 @@ def test_decide_fails_below_95_percent_of_the_target_rate() -> None:
 def test_achieved_rate_uses_the_longer_of_plan_and_run() -> None:
     assert achieved_rate(3000, 60, 55) == 50
     assert achieved_rate(3000, 60, 75) == 40
+
+
+def test_fd_floors_leave_out_established_connections() -> None:
+    w = Windows.of(100, min_warmup=20)
+    # (fds, connections): a burst at t=50 opens 3 pooled connections that stay warm.
+    readings = [(10, 2)] * 5 + [(13, 5)] * 6
+    samples = [Sample(i * 10.0, "p", 1, MIB, f, c) for i, (f, c) in enumerate(readings)]
+    g = growth(samples, w, "p", "watcher")
+    assert (g.fd_floor_start, g.fd_floor_end, g.fd_growth) == (8, 8, 0)
+    assert (g.conn_peak_start, g.conn_peak_end) == (2, 5)
+    assert (g.fd_peak_start, g.fd_peak_end) == (10, 13)
+    leaked = [*samples[:-1], Sample(100.0, "p", 1, MIB, 14, 5)]  # one more non-socket fd
+    assert growth(leaked, w, "p", "watcher").fd_growth == 0  # the floor of [90, 100] is 8
+    leaked = [*samples[:-2], Sample(90.0, "p", 1, MIB, 14, 5), Sample(100.0, "p", 1, MIB, 14, 5)]
+    assert growth(leaked, w, "p", "watcher").fd_growth == 1

@@ -15,7 +15,14 @@ from harness.soak.plot import PNG_SIGNATURE, rss_fd_png
 from harness.soak.progress import SoakProgress
 from harness.soak.report import render_markdown
 from harness.soak.run import ProcessInfo, SoakConfig, SoakResult, latency_summary, to_json
-from harness.soak.sampler import Target, command_name, open_fds, read
+from harness.soak.sampler import (
+    Target,
+    command_name,
+    established_inodes,
+    fd_counts,
+    open_fds,
+    read,
+)
 
 MIB = 1024 * 1024
 
@@ -81,8 +88,10 @@ def test_markdown_shows_verdict_tables_and_method() -> None:
     assert "`make soak`" in text and "2 cores" in text
 
 
-def test_markdown_names_failed_criteria_and_findings() -> None:
-    text = render_markdown(to_json(result(missing=2, webhook_end=48 * MIB), command="x"))
+def test_markdown_names_failed_criteria_findings_and_notes() -> None:
+    doc = {**to_json(result(missing=2, webhook_end=48 * MIB), command="x"), "notes": ["n1"]}
+    text = render_markdown(doc)
+    assert "## Notes\n\n- n1\n" in text
     assert text.startswith("# Soak")
     assert "**FAILED** — failed: oracle: nothing missing, webhook/skr-a: RSS growth." in text
     assert "| webhook/skr-a: RSS growth | < 10% | +20.0% | **no** |" in text
@@ -164,3 +173,39 @@ def test_progress_prints_a_short_plain_line_when_not_on_a_terminal() -> None:
     )
     progress.close()
     assert "2/10 writes  7 events, 1 failed; webhooks <= 40.0 MiB, <= 12 fds" in out.getvalue()
+
+
+def test_established_inodes_come_from_tcp_and_tcp6(tmp_path: Path) -> None:
+    net = tmp_path / "net"
+    net.mkdir()
+    head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+    head += "timeout inode\n"
+    row = "   {n}: 0100007F:1F90 0100007F:C350 {st} 00000000:00000000 00:00000000 00000000 "
+    row += "0 0 {ino} 1\n"
+    (net / "tcp").write_text(
+        head + row.format(n=0, st="01", ino=111) + row.format(n=1, st="0A", ino=222)
+    )
+    (net / "tcp6").write_text(
+        head + row.format(n=0, st="08", ino=333) + row.format(n=1, st="01", ino=444)
+    )
+    assert established_inodes(tmp_path) == {"111", "444"}
+    assert established_inodes(tmp_path / "nowhere") == frozenset()
+
+
+def test_fd_counts_tell_established_connections_from_other_descriptors() -> None:
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    accepted, _ = server.accept()
+    try:
+        total, connections = fd_counts(os.getpid(), established_inodes())
+        assert total is not None and connections is not None
+        assert connections >= 2  # both ends live in this process
+        assert total - connections >= 4  # stdio and the listening socket at least
+        sample = Sample(0, "me", os.getpid(), 1, total, connections)
+        assert sample.other_fds == total - connections
+    finally:
+        for s in (client, accepted, server):
+            s.close()
+    assert fd_counts(2**31 - 1, frozenset()) == (None, None)

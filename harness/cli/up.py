@@ -69,9 +69,8 @@ def describe(env: WatcherEnvironment, name: str) -> dict[str, Any]:
         "kubeconfigs": {n: str(c.kubeconfig) for n, c in env.clusters.clusters.items()},
         "gateway": f"https://127.0.0.1:{env.gateway.port}",
         "gateway_admin": env.gateway.admin_url,
-        "klm_listener": (
-            f"http://127.0.0.1:{klm.port}/v2/lifecycle-manager/event" if klm else None
-        ),
+        # https when the gateway reaches it over mTLS (only the gateway's cert is accepted).
+        "klm_listener": klm.event_url if klm else None,
         "webhooks": {
             skr.cluster.name: {"url": skr.webhook_url, "metrics": skr.metrics_url}
             for skr in env.fleet

@@ -213,9 +213,11 @@ class Session(Protocol):
         body: Mapping[str, Any] | str | None,
         *,
         certificate: str = "foreign",
+        to: str = "gateway",
     ) -> HttpOutcome:
-        """One HTTPS request to the KCP gateway with SKR ``cluster``'s client certificate,
-        or (``None``) a fresh broken one of kind ``certificate`` (see
+        """One HTTPS request to the KCP gateway (or, ``to="listener/<component>"``,
+        straight to that listener's port) with SKR ``cluster``'s client certificate, or
+        (``None``) a fresh broken one of kind ``certificate`` (see
         :func:`probe_certificate`)."""
         ...
 
@@ -268,9 +270,12 @@ class LiveSession:
         body: Mapping[str, Any] | str | None,
         *,
         certificate: str = "foreign",
+        to: str = "gateway",
     ) -> HttpOutcome:
         trusted = self.env.rotation.bundle_pem
         url = f"{self.env.gateway.url}{path}"
+        if to != "gateway":
+            url, trusted = self._listener_target(to, path)
         if cluster is not None:
             tls = self.env.fleet[cluster].tls
             context = client_context(trusted, tls.tls_cert, tls.tls_key)
@@ -282,6 +287,17 @@ class LiveSession:
             key.write_bytes(leaf.key_pem)
             context = client_context(trusted, cert, key)
         return await send_request(url, context, method, headers, body)
+
+    def _listener_target(self, to: str, path: str) -> tuple[str, bytes]:
+        """URL of a listener's own port and the CA its serving certificate chains to
+        (the mesh CA; with the plain-HTTP opt-out the URL is ``http://``)."""
+        kind, _, component = to.partition("/")
+        host = self.env.listeners.get(component) if kind == "listener" else None
+        if host is None or not host.running:
+            raise ValueError(f"request target {to!r}: no running listener {component!r}")
+        mesh = self.env.mesh
+        trusted = mesh.ca.cert_pem if mesh is not None else self.env.rotation.bundle_pem
+        return f"{host.listener.url}{path}", trusted
 
     async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
         return await self.env.fault(target, action, **params)

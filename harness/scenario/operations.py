@@ -218,11 +218,17 @@ REQUEST_CERTIFICATES = ("foreign", "expired", "not-yet-valid", "empty-cn")
 RequestCertificate = Literal["foreign", "expired", "not-yet-valid", "empty-cn"]
 
 
+REQUEST_TARGET_PATTERN = r"^(gateway|listener/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+
+
 class Request(Model):
     """One HTTPS request to the KCP gateway, presenting the client certificate and key of
     SKR ``cluster`` or a fresh broken one (``certificate``): ``foreign`` (a CA the KCP does
     not trust), ``expired``, ``not-yet-valid`` or ``empty-cn`` (no Subject CN; the last
-    three signed by the KCP CA). ``body``: an object (sent as JSON) or a string (as it is)."""
+    three signed by the KCP CA). ``body``: an object (sent as JSON) or a string (as it is).
+    ``to: listener/<component>`` bypasses the gateway and sends the same request straight
+    to that listener's port (as an attacker inside the KCP network could), to show that
+    only the gateway may hand a listener an ``X-Forwarded-Client-Cert``."""
 
     cluster: DnsLabel | None = None
     certificate: RequestCertificate | None = None
@@ -230,6 +236,7 @@ class Request(Model):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict)
     body: dict[str, Any] | str | None = None
+    to: str = Field(default="gateway", pattern=REQUEST_TARGET_PATTERN)
     expect: RequestExpect
 
     @model_validator(mode="after")

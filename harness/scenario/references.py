@@ -225,6 +225,9 @@ class _Checker:
             if op.request.cluster is not None:
                 here = (*loc, "request", "request", "cluster")
                 self.cluster(here, op.request.cluster, skr_only=True)
+            if op.request.to != "gateway":
+                here = (*loc, "request", "request", "to")
+                self.target(here, op.request.to, allow_apiserver=False)
         elif isinstance(op, ExpectOp):
             self.expect((*loc, "expect", "expect"), op.expect, step_timeout, churned)
 

@@ -13,17 +13,26 @@ from harness.scenario import Request
 
 
 def description(op: Request) -> str:
-    return f"{op.method} {op.path} as {op.identity}"
+    via = "" if op.to == "gateway" else f" directly to {op.to}"
+    return f"{op.method} {op.path}{via} as {op.identity}"
 
 
 async def run(ctx: RunContext, op: Request) -> None:
     at = ctx.clock()
     started = time.monotonic()
     if op.cluster is not None:
-        outcome = await ctx.session.request(op.cluster, op.method, op.path, op.headers, op.body)
+        outcome = await ctx.session.request(
+            op.cluster, op.method, op.path, op.headers, op.body, to=op.to
+        )
     else:
         outcome = await ctx.session.request(
-            None, op.method, op.path, op.headers, op.body, certificate=op.certificate or "foreign"
+            None,
+            op.method,
+            op.path,
+            op.headers,
+            op.body,
+            certificate=op.certificate or "foreign",
+            to=op.to,
         )
     duration = time.monotonic() - started
     passed = op.expect.holds(outcome.status, outcome.refused)

@@ -17,7 +17,7 @@ from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import TimelineKind
 from harness.runner import RunOptions, run_scenario
 from harness.runner.session import HttpOutcome, LiveSession, request_body, send_request
-from harness.scenario import loads_scenario
+from harness.scenario import ScenarioError, loads_scenario
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
@@ -29,6 +29,7 @@ class RequestSession(FakeSession):
     outcome: HttpOutcome = field(default_factory=lambda: HttpOutcome(status=200))
     sent: list[tuple[str | None, str, str, dict[str, str], Any]] = field(default_factory=list)
     certificates: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
 
     async def request(
         self,
@@ -39,9 +40,11 @@ class RequestSession(FakeSession):
         body: Mapping[str, Any] | str | None,
         *,
         certificate: str = "foreign",
+        to: str = "gateway",
     ) -> HttpOutcome:
         self.sent.append((cluster, method, path, dict(headers), body))
         self.certificates.append(certificate)
+        self.targets.append(to)
         if self.outcome.status == 200 and cluster is not None:
             self.events.append(event("lifecycle-manager", f"runtime-{cluster}", "ns", "obj"))
         return self.outcome
@@ -214,3 +217,34 @@ async def test_live_session_metric_passes_the_full_name() -> None:
         ("gateway", "listener.127.0.0.1_40123.ssl.fail_verify_error"),
         ("webhook/skr-a", "watcher_x_total"),
     ]
+
+
+async def test_a_request_can_bypass_the_gateway_to_a_listener() -> None:
+    session = RequestSession(outcome=HttpOutcome(refused=True, detail="handshake"))
+    text = """steps:
+  - name: direct
+    try:
+      - request:
+          cluster: skr-a
+          to: listener/lifecycle-manager
+          path: /v2/lifecycle-manager/event
+          expect: {refused: true}
+"""
+    report = await run(text, session)
+    assert report.status is Status.PASSED
+    assert session.targets == ["listener/lifecycle-manager"]
+    assert "directly to listener/lifecycle-manager" in report.expectations[0].description
+
+
+@pytest.mark.parametrize(
+    ("to", "message"),
+    [("listener/nobody", "listener"), ("envoy", "to"), ("listener/../x", "to")],
+)
+def test_request_targets_are_checked_before_anything_starts(to: str, message: str) -> None:
+    text = f"""steps:
+  - name: direct
+    try:
+      - request: {{cluster: skr-a, to: "{to}", path: /v2/x/event, expect: {{status: 403}}}}
+"""
+    with pytest.raises(ScenarioError, match=message):
+        loads_scenario(HEAD + text)

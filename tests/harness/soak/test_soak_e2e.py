@@ -55,6 +55,7 @@ async def test_short_soak_is_oracle_clean_and_samples_every_process(tmp_path: Pa
         assert g.rss_growth is not None and g.fd_growth is not None, g
         assert g.rss_start is not None and g.rss_start > 5 * 1024 * 1024, g
         assert g.fd_floor_start is not None and g.fd_floor_start >= 3, g
+        assert g.conn_peak_start is not None and g.conn_peak_start >= 1, g  # keep-alive
     commands = {p.name: p.command for p in result.processes}
     assert commands["envoy"] == "envoy"
     names = {c.name for c in result.criteria}

@@ -77,7 +77,9 @@ def write_outputs(
 
 
 def describe_command(args: Sequence[str]) -> str:
-    """How this run was started, for the report (``make soak`` when make ran it)."""
+    """How this run was started, for the report (``make soak`` when make ran it); notes
+    are left out (they are printed in the report anyway)."""
+    args = _without_notes(args)
     if os.environ.get("MAKELEVEL"):
         duration = os.environ.get("SOAK_DURATION")
         parts = [f"SOAK_DURATION={duration}"] if duration else []
@@ -86,6 +88,19 @@ def describe_command(args: Sequence[str]) -> str:
             parts.append(f"SOAK_ARGS={shlex.quote(shlex.join(args))}")
         return " ".join(parts)
     return shlex.join(["python", "-m", "harness.soak", *args])
+
+
+def _without_notes(args: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--note":
+            skip = True
+        elif not arg.startswith("--note="):
+            out.append(arg)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

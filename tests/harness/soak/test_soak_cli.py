@@ -29,6 +29,9 @@ def test_command_shows_make_when_make_ran_it(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("MAKELEVEL", "1")
     monkeypatch.setenv("SOAK_DURATION", "600")
     assert describe_command([]) == "SOAK_DURATION=600 make soak"
+    assert describe_command(["--note", "a b", "--seed", "3", "--note=c"]) == (
+        "SOAK_DURATION=600 make soak SOAK_ARGS='--seed 3'"
+    )
 
 
 def test_too_short_a_run_exits_2_without_starting_anything(

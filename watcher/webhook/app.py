@@ -233,6 +233,9 @@ def build_runner(
     the connect or from the previous answer), so it bounds slowloris clients; aiohttp's
     default is an hour. Bodies are not decompressed: the API server never compresses a
     review, and inflating one would be a way around ``max_body_bytes`` checks on the wire.
+    A refused body is not read to its end afterwards (``lingering_time=0``): the
+    connection closes with the answer, so a slow or endless body costs at most
+    ``body_timeout`` (aiohttp would otherwise keep reading it for another 10 s).
     """
     return web.AppRunner(
         build_app(handler),
@@ -240,6 +243,7 @@ def build_runner(
         shutdown_timeout=5.0,
         keepalive_timeout=header_timeout,
         auto_decompress=False,
+        lingering_time=0,
     )
 
 

@@ -35,6 +35,10 @@ class FuzzRequest:
     truncated: bool = False  # the body is shorter than the Content-Length sent
 
 
+# A body this large may still be in flight when a server that refused it unread closes
+# the connection; the client then sees a reset, not the answer.
+UNREAD_RESET = 64 * 1024
+
 # Names a path segment may try: traversal, encoded slashes, NUL, case, length, empty.
 TRICKY_NAMES = (
     "",

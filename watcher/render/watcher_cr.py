@@ -31,11 +31,12 @@ MANAGED_BY_LABEL = "operator.kyma-project.io/managed-by"
 GATEWAY_SELECTOR_LABEL = "operator.kyma-project.io/watcher-gateway"
 DEFAULT_GATEWAY_SELECTOR: dict[str, Any] = {"matchLabels": {GATEWAY_SELECTOR_LABEL: "default"}}
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_VERSION = re.compile(r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")
+# ``\Z``, not ``$``: ``$`` also matches before a trailing newline ("name\n").
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_VERSION = re.compile(r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)\Z")
 # A Kubernetes name may be up to 253 characters, a webhook name too; the webhook name
 # adds the namespace and a suffix, so a long Watcher name would make it unrenderable.
 _WEBHOOK_SUFFIX = ".operator.kyma-project.io"

@@ -13,6 +13,7 @@ REPORT_DIR ?= reports
 help:
 	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
 	@echo "make e2e       main job: binaries, e2e tests, the scenario library (HTML report)"
+	@echo "make e2e-kubeconfig  the scenario library on the kubeconfig backend (local clusters)"
 	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
 	@echo "make bench     benchmark suite (<= 20 min); writes docs/benchmarks.md/.json + plots"
 	@echo "make soak      10 min churn at 50 writes/s, oracle + RSS/fd growth; docs/soak.md (SOAK_DURATION=s)"
@@ -49,6 +50,15 @@ e2e-scenarios: binaries
 	$(VENV)/bin/pytest -n 2 -q -m e2e scenarios/ --junitxml=$(REPORT_DIR)/scenarios-junit.xml \
 		--scenario-report-dir=$(REPORT_DIR)/scenarios \
 		|| { echo "e2e: scenarios FAILED; report: $(REPORT_DIR)/scenarios/index.html"; exit 1; }
+
+# The scenario library on the kubeconfig backend: local clusters known to the run only by
+# one kubeconfig file (harness/runner/via_kubeconfig.py); one scenario at a time, since they
+# share the clusters; fails if anything the harness wrote is left in them.
+e2e-kubeconfig: binaries
+	@mkdir -p $(REPORT_DIR)
+	$(PY) -m harness.runner.via_kubeconfig scenarios/ -- -q \
+		--junitxml=$(REPORT_DIR)/kubeconfig-junit.xml \
+		--scenario-report-dir=$(REPORT_DIR)/kubeconfig-scenarios
 
 e2e: e2e-tests e2e-scenarios
 	@echo "e2e: all flows and scenarios passed"

@@ -82,7 +82,6 @@ NAMESPACED: tuple[Resource, ...] = (
 """Namespaced kinds the harness, its manifests and the scenario library write."""
 
 
-
 @dataclass(frozen=True)
 class Entry:
     namespace: str
@@ -92,9 +91,11 @@ class Entry:
 
 def written_by_harness(obj: Mapping[str, Any]) -> bool:
     """Whether ``watcher-harness`` is among the object's field managers (see
-    :data:`harness.clusters.plane.USER_AGENT`)."""
+    :data:`harness.clusters.plane.USER_AGENT`) — or it has none at all: an object holding
+    nothing but a name (an empty ConfigMap) records no manager, so a new one cannot be
+    told apart and is taken as the run's."""
     fields = (obj.get("metadata") or {}).get("managedFields") or []
-    return any(isinstance(f, Mapping) and f.get("manager") == MANAGER for f in fields)
+    return not fields or any(isinstance(f, Mapping) and f.get("manager") == MANAGER for f in fields)
 
 
 def ownership_labels(run_id: str) -> dict[str, str]:

@@ -92,7 +92,8 @@ def desired_status(
 
 def valid_watcher(obj: Mapping[str, Any]) -> Watcher | None:
     """The parsed Watcher if it is valid and not being deleted."""
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and meta.get("deletionTimestamp"):
         return None
     try:
         return parse_watcher(obj)

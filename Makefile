@@ -52,13 +52,11 @@ e2e-scenarios: binaries
 		|| { echo "e2e: scenarios FAILED; report: $(REPORT_DIR)/scenarios/index.html"; exit 1; }
 
 # The scenario library on the kubeconfig backend: local clusters known to the run only by
-# one kubeconfig file (harness/runner/via_kubeconfig.py); one scenario at a time, since they
-# share the clusters; fails if anything the harness wrote is left in them.
+# one kubeconfig file (harness/runner/via_kubeconfig.py); two groups at once, each on its own
+# clusters, one scenario at a time within a group; fails if the harness left anything behind.
 e2e-kubeconfig: binaries
-	@mkdir -p $(REPORT_DIR)
-	$(PY) -m harness.runner.via_kubeconfig scenarios/ -- -q \
-		--junitxml=$(REPORT_DIR)/kubeconfig-junit.xml \
-		--scenario-report-dir=$(REPORT_DIR)/kubeconfig-scenarios
+	$(PY) -m harness.runner.via_kubeconfig scenarios/ --shards 2 \
+		--report-dir $(REPORT_DIR)/kubeconfig-scenarios -- -q
 
 e2e: e2e-tests e2e-scenarios
 	@echo "e2e: all flows and scenarios passed"

@@ -99,3 +99,23 @@ def test_run_reports_a_bad_backend_variable(
     _, err = capsys.readouterr()
     assert code == 3
     assert "WATCHER_HARNESS_BACKEND: unknown cluster backend 'minikube'" in err
+
+
+async def test_run_scenario_reports_a_backend_refusal_as_skipped_with_the_reason() -> None:
+    from harness.clusters.selection import BackendOverride
+    from harness.report import ReportBuilder, Status
+    from harness.runner.scenario import RunOptions, run_scenario
+    from harness.scenario import loads_scenario
+
+    def must_not_open(spec: object) -> object:
+        raise AssertionError("an environment was opened")
+
+    scenario = loads_scenario(STOPS_API_SERVER)
+    options = RunOptions(
+        backend=BackendOverride(name="kubeconfig", kubeconfig="/k"),
+        open_session=must_not_open,  # type: ignore[arg-type]
+    )
+    report = await run_scenario(scenario, ReportBuilder("r").scenario(scenario.name, ""), options)
+    assert report.status is Status.SKIPPED and report.ok
+    assert report.error is not None
+    assert "the kubeconfig backend does not own the clusters' API server processes" in report.error

@@ -60,7 +60,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 EXAMPLES = 10_000
 WARMUP = 1_000
-WINDOW = 2_000
+WINDOW = 1_000
 RETAINED_BOUND = 4 * 2**20
 PEAK_BOUND = 16 * 2**20
 GOOD_PATH = "/v2/lifecycle-manager/event"

@@ -63,7 +63,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 EXAMPLES = 10_000
 WARMUP = 1_000  # requests before the memory window: caches fill up
-WINDOW = 2_000  # requests traced by tracemalloc
+WINDOW = 1_000  # requests traced by tracemalloc
 RETAINED_BOUND = 4 * 2**20  # heap kept over the window
 PEAK_BOUND = 16 * 2**20  # heap one request may need (measured: about 3 MiB)
 GOOD_PATH = "/validate/lifecycle-manager"

@@ -10,7 +10,11 @@ consumer too slow → 200. Every error is JSON ``{"error": ..., "reason": ...}``
 
 Not in upstream: a body slower than ``body_timeout`` → 408, an ``Expect`` other than
 ``100-continue`` → 417 (both close the connection); a request head slower than
-``header_timeout`` is cut by aiohttp (``keepalive_timeout``, see ``server.py``).
+``header_timeout`` is cut by aiohttp (``keepalive_timeout``, see ``server.py``). Bytes
+that are not HTTP/1.1 at all are refused by aiohttp's parser before this handler runs
+(400 ``text/plain``, connection closed); the only 5xx are 500 (body unreadable, verify
+hook broken) and 503 (consumer too slow, shutting down) — tests/watcher/hostile checks
+this with 10,000 generated requests.
 """
 
 from __future__ import annotations

@@ -1,0 +1,146 @@
+"""Rendered manifests → an API server, in the order they were rendered.
+
+Each object is server-side applied (``fieldManager=watcher-harness``, forced), or only
+validated by the server with ``dryRun=All``: admission, defaulting, schema and CRD
+validation run, nothing is stored. A real install waits for applied CRDs to be
+Established before the first object that is not a CRD, so CRs never meet a missing type.
+Every failure names the object (``<kind> <namespace>/<name>``) and keeps the HTTP status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.kube import (
+    CRDS,
+    FIELD_MANAGER,
+    GATEWAYS,
+    KYMAS,
+    NAMESPACES,
+    VIRTUAL_SERVICES,
+    WATCHERS,
+    KubeError,
+    NotEstablished,
+    Obj,
+    Resource,
+    get,
+    object_key,
+    request,
+)
+
+BUILTIN = (
+    NAMESPACES,
+    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+    Resource("", "v1", "secrets", "Secret"),
+    Resource("", "v1", "services", "Service"),
+    Resource("", "v1", "configmaps", "ConfigMap"),
+    Resource("apps", "v1", "deployments", "Deployment"),
+    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False),
+    Resource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+    ),
+    CRDS,
+    WATCHERS,
+    KYMAS,
+    GATEWAYS,
+    VIRTUAL_SERVICES,
+)
+"""Every kind ``watcher.render``'s manifest sets contain."""
+
+
+def resource_for(obj: Mapping[str, Any], extra: Iterable[Resource] = ()) -> Resource:
+    """The API resource of ``obj`` by apiVersion and kind; ``KubeError`` if unknown."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    for resource in (*BUILTIN, *extra):
+        if resource.api_version == api_version and resource.kind == kind:
+            return resource
+    raise KubeError(f"{kind} {object_key(obj)}: no known API resource for {api_version}/{kind}")
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+async def _wait_established(api: ApiClient, names: list[str], within: float) -> None:
+    deadline = time.monotonic() + within
+    for name in names:
+        while True:
+            crd = await get(api, CRDS, name)
+            if crd is not None and _established(crd):
+                break
+            if time.monotonic() >= deadline:
+                raise NotEstablished(
+                    f"CRD {name} not Established within {within:g} s; check the API server log"
+                )
+            await asyncio.sleep(0.05)
+
+
+async def apply_object(
+    api: ApiClient,
+    obj: Mapping[str, Any],
+    *,
+    dry_run: bool = False,
+    extra: Iterable[Resource] = (),
+    field_manager: str = FIELD_MANAGER,
+) -> Obj:
+    """Server-side apply one object (``dry_run``: validated by the server, not stored)."""
+    resource = resource_for(obj, extra)
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") if resource.namespaced else None
+    query = [("fieldManager", field_manager), ("force", "true")]
+    if dry_run:
+        query.append(("dryRun", "All"))
+    path = resource.path(namespace, str(meta.get("name") or ""))
+    try:
+        return await request(
+            api,
+            "PATCH",
+            path,
+            query=query,
+            body=dict(obj),
+            content_type="application/apply-patch+yaml",
+        )
+    except KubeError as exc:
+        what = "dry-run apply" if dry_run else "apply"
+        raise type(exc)(
+            f"{what} of {obj.get('kind')} {object_key(obj)} refused: {exc}",
+            status=exc.status,
+            reason=exc.reason,
+        ) from None
+
+
+async def apply_manifests(
+    api: ApiClient,
+    objects: Iterable[Mapping[str, Any]],
+    *,
+    dry_run: bool = False,
+    extra: Iterable[Resource] = (),
+    crd_timeout: float = 30.0,
+) -> list[Obj]:
+    """Apply ``objects`` in order; the API server's answers, in the same order."""
+    extra = tuple(extra)
+    answers: list[Obj] = []
+    pending_crds: list[str] = []
+    for obj in objects:
+        is_crd = obj.get("kind") == CRDS.kind
+        if pending_crds and not is_crd:
+            await _wait_established(api, pending_crds, crd_timeout)
+            pending_crds = []
+        answer = await apply_object(api, obj, dry_run=dry_run, extra=extra)
+        answers.append(answer)
+        if is_crd and not dry_run:
+            pending_crds.append(str(answer["metadata"]["name"]))
+    if pending_crds:
+        await _wait_established(api, pending_crds, crd_timeout)
+    return answers

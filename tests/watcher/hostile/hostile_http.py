@@ -101,30 +101,41 @@ async def exchange(
     return parse_response(received)
 
 
-class ErrorTrap(logging.Handler):
-    """Collects every ERROR (or worse) record, e.g. aiohttp's "Error handling request".
+@dataclass(frozen=True)
+class Trapped:
+    """What an error log said: logger, message and the exception's type and text."""
 
-    Records are kept without their traceback: its frames hold the request bytes, and
-    thousands of refused requests would otherwise pile up in memory.
+    logger: str
+    message: str
+    exc_type: type[BaseException] | None = None
+    exc_text: str = ""
+
+
+class ErrorTrap(logging.Handler):
+    """Collects every ERROR (or worse) log line, e.g. aiohttp's "Error handling request".
+
+    Only a summary is kept: a record's exception holds the parser state and its traceback
+    the request bytes, and thousands of refusals would show up as heap growth.
     """
 
-    def __init__(self, records: list[logging.LogRecord] | None = None) -> None:
+    def __init__(self, records: list[Trapped] | None = None) -> None:
         super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = records or []
+        self.records: list[Trapped] = records or []
 
     def emit(self, record: logging.LogRecord) -> None:
         exc = record.exc_info[1] if record.exc_info else None
-        if exc is not None:
-            exc = exc.with_traceback(None)
-            exc.__cause__ = exc.__context__ = None
-            record.exc_info = (type(exc), exc, None)
-        record.args = None
-        record.msg = record.getMessage() if record.args else str(record.msg)
-        self.records.append(record)
+        self.records.append(
+            Trapped(
+                record.name,
+                record.getMessage(),
+                type(exc) if exc is not None else None,
+                " ".join(str(exc).split())[:200] if exc is not None else "",
+            )
+        )
 
     def describe(self) -> str:
         return "\n".join(
-            f"{r.name}: {r.msg} {r.exc_info[1]!r}" if r.exc_info else f"{r.name}: {r.msg}"
+            f"{r.logger}: {r.message} {r.exc_type.__name__ if r.exc_type else ''} {r.exc_text}"
             for r in self.records[:5]
         )
 
@@ -148,8 +159,9 @@ def trap_errors(loop: asyncio.AbstractEventLoop | None = None) -> Iterator[Error
     previous = loop.get_exception_handler()
 
     def on_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
         trap.records.append(
-            logging.LogRecord("asyncio", logging.ERROR, "", 0, str(context), None, None)
+            Trapped("asyncio", str(context.get("message")), type(exc) if exc else None, str(exc))
         )
 
     loop.set_exception_handler(on_loop_error)
@@ -189,9 +201,10 @@ class HeapWatch:
     def tracing(self) -> bool:
         return tracemalloc.is_tracing()
 
-    # Hypothesis keeps recent generated values (for mutating them) and the test module
-    # builds them: that is the generator's memory, not the server's.
-    _NOT_SERVER = ("/hypothesis/", "/tests/watcher/hostile/")
+    # Hypothesis keeps recent generated values (for mutating them) and saved random
+    # states, and the test modules build the requests: the generator's memory, not the
+    # server's (attributed by the allocating frame).
+    _NOT_SERVER = ("/hypothesis/", "/tests/watcher/hostile/", "/random.py")
 
     def _server_heap(self) -> int:
         gc.collect()

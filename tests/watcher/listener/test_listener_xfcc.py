@@ -169,7 +169,7 @@ _tricky_text = st.text(
     ),
     min_size=1,
     max_size=64,
-)
+).filter(lambda s: len(s.encode("utf-8")) <= 64)  # X.509 bounds CN/OU at 64 (UTF-8 bytes)
 _label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
 _dns = st.lists(_label, min_size=1, max_size=4).map(".".join)
 _uri = st.builds("spiffe://cluster.local/ns/{}/sa/{}".format, _label, _label)

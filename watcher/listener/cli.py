@@ -92,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a request waits for buffer room before 503",
     )
     parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=15.0,
+        help="seconds a connection may take to send a complete request head (slowloris)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a request body may take after its head before 408",
+    )
+    parser.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], default="warning"
     )
     return parser
@@ -125,6 +137,8 @@ def config_from_args(args: argparse.Namespace) -> ListenerConfig:
             trusted_gateways=trusted,
             buffer_size=args.buffer,
             backpressure_timeout=args.backpressure_timeout,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
         )
     except WatcherError as exc:
         raise UsageError(str(exc)) from None

@@ -439,9 +439,7 @@ async def test_fleet_rewires_every_skr_at_once_and_latency(
             for i in range(20):
                 sent = time.time()
                 await writer.patch_kyma("default-kyma", {"spec": {"channel": f"c{i}"}})
-                event = await next_event(
-                    klm.events(), "default-kyma", runtime=f"runtime-{name}"
-                )
+                event = await next_event(klm.events(), "default-kyma", runtime=f"runtime-{name}")
                 latencies[name].append(event.received_at - sent)
             assert await inst.metric("watcher_failed_kcp_total", error_reason="failed-request") == 0
 

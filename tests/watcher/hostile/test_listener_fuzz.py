@@ -24,20 +24,15 @@ import urllib.parse
 from typing import Any
 
 import pytest
-from aiohttp.http_exceptions import HttpProcessingError
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from hostile_fuzz import fuzz, protocol_refusal
 from hostile_http import (
     ErrorTrap,
-    HeapWatch,
     RawResponse,
-    Trapped,
-    build_request,
     close_loop,
-    exchange,
-    trap_errors,
 )
 from hostile_inputs import (
     METHODS,
@@ -51,7 +46,6 @@ from hostile_inputs import (
     needs_eof,
     path_strategy,
 )
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from watcher.listener import XFCC_HEADER, Listener, ListenerConfig, format_xfcc
@@ -180,17 +174,8 @@ requests = st.one_of(
 # ------------------------------------------------------------------------ the checks
 
 
-def _protocol_refusal(record: Trapped) -> bool:
-    """aiohttp refusing bytes that are not HTTP, or failing to tell a vanished client so."""
-    return (
-        record.logger == "aiohttp.server"
-        and record.exc_type is not None
-        and issubclass(record.exc_type, HttpProcessingError | ConnectionResetError)
-    )
-
-
 def check_answer(request: FuzzRequest, response: RawResponse, new_errors: list[Any]) -> None:
-    assert all(_protocol_refusal(r) for r in new_errors), (request, new_errors)
+    assert all(protocol_refusal(r) for r in new_errors), (request, new_errors)
     if request.method == "CONNECT":
         # CONNECT names an authority, not a path, and what follows its head is tunnel data
         assert response.status in (0, 400, 404, 417), (request, response)
@@ -232,67 +217,38 @@ def test_listener_survives_10000_hostile_requests() -> None:
     loop = asyncio.new_event_loop()
     listener = Listener(ListenerConfig(component="lifecycle-manager"))
     consumed: list[str] = []
+    accepted: list[str] = []
 
     async def consume() -> None:
         async for event in listener.events():
             consumed.append(event.runtime_id)
 
-    sent: list[int] = []
-    statuses: dict[int, int] = {}
-    heap = HeapWatch()
-    accepted: list[str] = []
+    def note_accepted(response: RawResponse) -> None:
+        if response.status == 200 and response.is_json:
+            accepted.append(response.json["runtime_id"])
+
     try:
         loop.run_until_complete(listener.start())
         consumer = loop.create_task(consume())
-        port = listener.port
-        with trap_errors(loop) as trap:
-
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            @given(requests)
-            def one(request: FuzzRequest) -> None:
-                before = len(trap.records)
-                data = build_request(
-                    request.method,
-                    request.target,
-                    list(request.headers),
-                    request.body,
-                    content_length=request.content_length,
-                )
-                heap.before_request()
-                response = loop.run_until_complete(
-                    exchange(port, data, half_close=needs_eof(request))
-                )
-                heap.after_request()
-                sent.append(len(data))
-                if len(sent) == WARMUP:
-                    heap.start()
-                elif len(sent) == WARMUP + WINDOW:
-                    heap.stop()
-                statuses[response.status] = statuses.get(response.status, 0) + 1
-                if response.status == 200 and response.is_json:
-                    accepted.append(response.json["runtime_id"])
-                check_answer(request, response, trap.records[before:])
-
-            one()
-            heap.stop()
-            loop.run_until_complete(listener.stop())
-            loop.run_until_complete(asyncio.wait_for(consumer, 5))
-            unexpected = [r for r in trap.records if not _protocol_refusal(r)]
+        tally = fuzz(
+            loop,
+            listener.port,
+            requests,
+            check_answer,
+            examples=EXAMPLES,
+            warmup=WARMUP,
+            window=WINDOW,
+            on_answer=note_accepted,
+        )
+        loop.run_until_complete(listener.stop())
+        loop.run_until_complete(asyncio.wait_for(consumer, 5))
     finally:
         loop.run_until_complete(listener.stop())
         close_loop(loop)
-    print(
-        f"listener fuzz: {len(sent)} requests, statuses {sorted(statuses.items())}, "
-        f"{heap}, events consumed {len(consumed)}"
-    )
-    assert len(sent) >= EXAMPLES
-    assert not unexpected, ErrorTrap(unexpected).describe()
+    print(f"listener fuzz: {tally.summary()}, events consumed {len(consumed)}")
+    assert tally.sent >= EXAMPLES
+    assert not tally.unexpected, ErrorTrap(tally.unexpected).describe()
+    heap, statuses = tally.heap, tally.statuses
     assert heap.requests == WINDOW, str(heap)
     assert heap.retained < RETAINED_BOUND and heap.request_peak < PEAK_BOUND, str(heap)
     assert consumed == accepted  # every accepted event was delivered, in order

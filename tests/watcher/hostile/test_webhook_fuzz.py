@@ -25,16 +25,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
+from hostile_fuzz import fuzz, protocol_refusal
 from hostile_http import (
     ErrorTrap,
-    HeapWatch,
     RawResponse,
-    Trapped,
-    build_request,
     close_loop,
-    exchange,
-    trap_errors,
 )
 from hostile_inputs import (
     METHODS,
@@ -49,7 +44,6 @@ from hostile_inputs import (
     needs_eof,
     path_strategy,
 )
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from watcher.model import OWNED_BY_ANNOTATION
@@ -249,18 +243,9 @@ class WebhookUnderFuzz:
             await self._delivery.drain(within=1.0)
 
 
-def _protocol_refusal(record: Trapped) -> bool:
-    """aiohttp refusing bytes that are not HTTP, or failing to tell a vanished client so."""
-    return (
-        record.logger == "aiohttp.server"
-        and record.exc_type is not None
-        and issubclass(record.exc_type, HttpProcessingError | ConnectionResetError)
-    )
-
-
 def check_answer(request: FuzzRequest, response: RawResponse, new_errors: list[Any]) -> None:
     """The properties of the module docstring for one request/answer pair."""
-    assert all(_protocol_refusal(r) for r in new_errors), (request, new_errors)
+    assert all(protocol_refusal(r) for r in new_errors), (request, new_errors)
     if request.method == "CONNECT":
         # CONNECT names an authority, not a path: it never reaches a route, and what
         # follows its head is tunnel data, which aiohttp then refuses as a request
@@ -298,56 +283,24 @@ def check_answer(request: FuzzRequest, response: RawResponse, new_errors: list[A
 def test_webhook_survives_10000_hostile_requests() -> None:
     loop = asyncio.new_event_loop()
     server = WebhookUnderFuzz()
-    sent: list[int] = []
-    statuses: dict[int, int] = {}
-    heap = HeapWatch()
     try:
         loop.run_until_complete(server.start())
-        with trap_errors(loop) as trap:
-
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            @given(requests)
-            def one(request: FuzzRequest) -> None:
-                before = len(trap.records)
-                data = build_request(
-                    request.method,
-                    request.target,
-                    list(request.headers),
-                    request.body,
-                    content_length=request.content_length,
-                )
-                half_close = needs_eof(request)
-                heap.before_request()
-                response = loop.run_until_complete(
-                    exchange(server.port, data, half_close=half_close)
-                )
-                heap.after_request()
-                sent.append(len(data))
-                if len(sent) == WARMUP:
-                    heap.start()
-                elif len(sent) == WARMUP + WINDOW:
-                    heap.stop()
-                statuses[response.status] = statuses.get(response.status, 0) + 1
-                check_answer(request, response, trap.records[before:])
-
-            one()
-            heap.stop()
-            unexpected = [r for r in trap.records if not _protocol_refusal(r)]
+        tally = fuzz(
+            loop,
+            server.port,
+            requests,
+            check_answer,
+            examples=EXAMPLES,
+            warmup=WARMUP,
+            window=WINDOW,
+        )
     finally:
         loop.run_until_complete(server.stop())
         close_loop(loop)
-    print(
-        f"webhook fuzz: {len(sent)} requests, statuses {sorted(statuses.items())}, "
-        f"{heap}, KCP posts {server.kcp.posts}"
-    )
-    assert len(sent) >= EXAMPLES
-    assert not unexpected, ErrorTrap(unexpected).describe()
+    print(f"webhook fuzz: {tally.summary()}, KCP posts {server.kcp.posts}")
+    assert tally.sent >= EXAMPLES
+    assert not tally.unexpected, ErrorTrap(tally.unexpected).describe()
+    heap, statuses = tally.heap, tally.statuses
     assert heap.requests == WINDOW, str(heap)
     assert heap.retained < RETAINED_BOUND and heap.request_peak < PEAK_BOUND, str(heap)
     # the generator reached every layer: accepted reviews, refusals and unknown routes

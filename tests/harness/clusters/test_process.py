@@ -234,9 +234,11 @@ async def test_stop_is_idempotent(tmp_path: Path) -> None:
 # The safety net: a harness process that dies without stopping its children.
 ORPHANING_HARNESS = textwrap.dedent(
     """
-    import asyncio, sys, time
+    import asyncio, faulthandler, signal, sys, time
     from pathlib import Path
     from harness.clusters.process import OwnedProcess
+
+    faulthandler.register(signal.SIGUSR1)  # the test asks for stacks if this hangs
 
     async def start() -> None:
         argv = [sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)"]
@@ -256,10 +258,11 @@ ORPHANING_HARNESS = textwrap.dedent(
 
 @pytest.mark.parametrize("ending", ["exit", "SIGINT", "SIGTERM"])
 def test_safety_net_kills_owned_groups_when_the_harness_ends(tmp_path: Path, ending: str) -> None:
+    err = (tmp_path / "harness.err").open("w")
     harness = subprocess.Popen(
         [sys.executable, "-c", ORPHANING_HARNESS, str(tmp_path / "sleeper.log"), ending],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=err,
         text=True,
         cwd=Path(__file__).resolve().parents[3],
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -270,7 +273,13 @@ def test_safety_net_kills_owned_groups_when_the_harness_ends(tmp_path: Path, end
         if ending != "exit":  # with "exit" the harness may already be gone, and the child
             assert procfs.is_alive(child)
             harness.send_signal(getattr(signal, ending))
-        harness.wait(10)
+        try:
+            harness.wait(30)  # seconds on a loaded machine; normally well under one
+        except subprocess.TimeoutExpired:
+            harness.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            stacks = (tmp_path / "harness.err").read_text()
+            raise AssertionError(f"the harness did not end on {ending}:\n{stacks}") from None
         deadline = time.monotonic() + 5
         while procfs.is_alive(child) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -281,3 +290,4 @@ def test_safety_net_kills_owned_groups_when_the_harness_ends(tmp_path: Path, end
             harness.wait()
         if harness.stdout is not None:
             harness.stdout.close()
+        err.close()

@@ -62,6 +62,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="kcp=CTX,skr-a=CTX",
         help="kubeconfig backend: context per cluster (default: the context named like it)",
     )
+    p.add_argument(
+        "--host-address",
+        metavar="ADDRESS",
+        help="address the API servers (and in-cluster webhooks) use to reach this host "
+        "(default: WATCHER_HARNESS_HOST_ADDRESS, kind: its network's gateway, else 127.0.0.1)",
+    )
+    p.add_argument(
+        "--webhook",
+        choices=("host", "in-cluster"),
+        help="where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
+    )
     p.set_defaults(func=run)
 
 
@@ -108,7 +119,13 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     quiet = not console.is_terminal
     scenarios = [s for _, s in loaded]
-    override = BackendOverride(name=args.backend, kubeconfig=args.kubeconfig, contexts=args.context)
+    override = BackendOverride(
+        name=args.backend,
+        kubeconfig=args.kubeconfig,
+        contexts=args.context,
+        host_address=args.host_address,
+        webhook_mode=args.webhook,
+    )
     missing = _backend_unavailable(scenarios, override)
     if missing is not None:
         print(f"watcher-harness run: {missing}", file=sys.stderr)

@@ -13,15 +13,18 @@ failed start left half-made).
 Every command goes through a :class:`CommandRunner`; tests fake it and check the exact
 command lines (:class:`KindCommands`), since these machines have no Docker engine.
 
-Not done yet: the in-cluster installation (the image behind a *service* clientConfig,
-from ``watcher.render.skr_manifests``) is not wired into the environment; scenarios on
-kind clusters use the host-run webhook and gateway like the ``kubeconfig`` backend.
+The API servers in kind nodes reach this host at the kind network's gateway address
+(:meth:`KindBackend.host_address`, from ``docker network inspect kind``); it is the
+default host address, so the host-run webhook binds it and the url clientConfig names it.
+With ``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster`` the webhook runs from the image behind a
+*service* clientConfig instead (``harness.skr.in_cluster``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 import re
 import shutil
@@ -139,6 +142,12 @@ class KindCommands:
     def load_image(self, image: str, cluster: str) -> list[str]:
         return [self.kind, "load", "docker-image", image, "--name", cluster]
 
+    def network_gateways(self, network: str = "kind") -> list[str]:
+        return [
+            self.docker, "network", "inspect", network,
+            "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}",
+        ]  # fmt: skip
+
     def delete(self, cluster: str, kubeconfig: Path) -> list[str]:
         return [self.kind, "delete", "cluster", "--name", cluster, "--kubeconfig", str(kubeconfig)]
 
@@ -194,6 +203,18 @@ async def preflight(runner: CommandRunner, commands: KindCommands = KindCommands
         raise KindUnavailable(INSTALL_DOCKER.format(detail=f": {last}" if last else ""))
 
 
+def gateway_ipv4(output: str) -> str | None:
+    """The first IPv4 gateway in ``docker network inspect``'s output (None: none)."""
+    for word in output.split():
+        try:
+            address = ipaddress.ip_address(word)
+        except ValueError:
+            continue
+        if address.version == 4:
+            return str(address)
+    return None
+
+
 @dataclass
 class KindBackend:
     """Kind clusters for the duration of an ``async with`` (see the module doc)."""
@@ -217,6 +238,22 @@ class KindBackend:
                 f"`{' '.join(argv)}` exited {result.returncode}:\n{_tail(result.output)}"
             )
         return result
+
+    async def host_address(self) -> str:
+        """How pods and API servers in kind nodes reach this host: the ``kind`` network's
+        IPv4 gateway. One-line :class:`KindUnavailable` naming the fix when unknown."""
+        argv = self.commands.network_gateways()
+        result = await self.runner.run(argv)
+        address = gateway_ipv4(result.output) if result.returncode == 0 else None
+        if address is None:
+            last = _tail(result.output, 1)
+            detail = last if result.returncode else f"no IPv4 gateway in {last!r}"
+            raise KindUnavailable(
+                f"cannot tell the kind network's gateway address (`{' '.join(argv)}`: "
+                f"{detail}); set WATCHER_HARNESS_HOST_ADDRESS to an address of this host "
+                "that kind nodes reach"
+            )
+        return address
 
     async def _delete(self, cluster: str, kubeconfig: Path) -> None:
         await self._check(self.commands.delete(cluster, kubeconfig))

@@ -11,7 +11,14 @@ unchanged on every backend. Variables:
   context is taken from the first file that has it;
 * ``WATCHER_HARNESS_CONTEXTS`` — ``kcp=ctx-a,skr-a=ctx-b``: the context of each cluster
   (default: the context named like the cluster);
-* ``WATCHER_HARNESS_RUN_ID`` — the run id put on everything the run creates (default: new).
+* ``WATCHER_HARNESS_RUN_ID`` — the run id put on everything the run creates (default: new);
+* ``WATCHER_HARNESS_HOST_ADDRESS`` — the address the API servers (and in-cluster pods) use
+  to reach this host (default ``127.0.0.1``; the kind backend: the kind network's gateway).
+  The host-run webhook binds it (``0.0.0.0`` when it is a DNS name or
+  ``WATCHER_HARNESS_HOST_BIND=0.0.0.0``), its url clientConfig and serving certificate name it;
+* ``WATCHER_HARNESS_WEBHOOK_MODE`` — ``host`` (default: the webhook runs on this host, url
+  clientConfig) or ``in-cluster`` (kubeconfig and kind backends: the image behind a service
+  clientConfig, ``harness.skr.in_cluster``).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from harness.errors import ClusterError
 
@@ -30,6 +37,11 @@ ENV_BACKEND = "WATCHER_HARNESS_BACKEND"
 ENV_KUBECONFIG = "WATCHER_HARNESS_KUBECONFIG"
 ENV_CONTEXTS = "WATCHER_HARNESS_CONTEXTS"
 ENV_RUN_ID = "WATCHER_HARNESS_RUN_ID"
+ENV_HOST_ADDRESS = "WATCHER_HARNESS_HOST_ADDRESS"
+ENV_HOST_BIND = "WATCHER_HARNESS_HOST_BIND"
+ENV_WEBHOOK_MODE = "WATCHER_HARNESS_WEBHOOK_MODE"
+WebhookMode = Literal["host", "in-cluster"]
+WEBHOOK_MODES: tuple[WebhookMode, ...] = ("host", "in-cluster")
 
 
 class BackendSelectionError(ClusterError, ValueError):
@@ -52,6 +64,11 @@ class BackendChoice:
     kubeconfigs: tuple[Path, ...] = ()
     contexts: Mapping[str, str] = field(default_factory=dict)
     run_id: str | None = None
+    host_address: str | None = None
+    """How API servers reach this host (None: the backend's default, else 127.0.0.1)."""
+    host_bind: str | None = None
+    """What the host-run webhook binds (None: the host address if it is an IP, else 0.0.0.0)."""
+    webhook_mode: WebhookMode = "host"
 
     def target(self, cluster: str) -> ClusterTarget:
         """Cluster ``cluster``'s files and context (default: the context named ``cluster``)."""
@@ -70,6 +87,36 @@ class BackendOverride:
     name: str | None = None
     kubeconfig: str | None = None  # ":"-separated files
     contexts: str | None = None
+    host_address: str | None = None
+    webhook_mode: str | None = None
+
+
+def webhook_mode(value: str, source: str) -> WebhookMode:
+    for mode in WEBHOOK_MODES:
+        if value == mode:
+            return mode
+    raise BackendSelectionError(
+        f"{source}: unknown webhook mode {value!r}; use one of: {', '.join(WEBHOOK_MODES)}"
+    )
+
+
+def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str, Any]:
+    """Host address, bind address and webhook mode: command line over environment."""
+    mode: WebhookMode = "host"
+    if override.webhook_mode:
+        mode = webhook_mode(override.webhook_mode, "--webhook")
+    elif env.get(ENV_WEBHOOK_MODE):
+        mode = webhook_mode(env[ENV_WEBHOOK_MODE], ENV_WEBHOOK_MODE)
+    address = (override.host_address or env.get(ENV_HOST_ADDRESS) or "").strip() or None
+    if address is not None and (any(c in address for c in "/ :@") or address.startswith("[")):
+        raise BackendSelectionError(
+            f"host address {address!r}: give an IPv4 address or a DNS name, without port"
+        )
+    return {
+        "host_address": address,
+        "host_bind": env.get(ENV_HOST_BIND, "").strip() or None,
+        "webhook_mode": mode,
+    }
 
 
 def backend_name(value: str, source: str) -> BackendName:
@@ -117,8 +164,14 @@ def choose_backend(
         name = backend_name(env[ENV_BACKEND], ENV_BACKEND)
     else:
         name = backend_name(file_backend, "scenario backend")
+    host = _host_options(override, env)
+    if name == "local" and host["webhook_mode"] != "host":
+        raise BackendSelectionError(
+            "webhook mode in-cluster needs the kubeconfig or kind backend (a local API server "
+            "runs no pods)"
+        )
     if name != "kubeconfig":
-        return BackendChoice(name=name, run_id=env.get(ENV_RUN_ID) or None)
+        return BackendChoice(name=name, run_id=env.get(ENV_RUN_ID) or None, **host)
     files = split_paths(override.kubeconfig or env.get(ENV_KUBECONFIG) or "")
     text, source = override.contexts, "--context"
     if text is None:
@@ -128,4 +181,5 @@ def choose_backend(
         kubeconfigs=files or _default_kubeconfigs(env),
         contexts=parse_contexts(text, source),
         run_id=env.get(ENV_RUN_ID) or None,
+        **host,
     )

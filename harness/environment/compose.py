@@ -4,9 +4,10 @@ Start order follows the data flow backwards, so every part finds its target runn
 clusters → CRDs → KCP CA and mesh CA (gateway → listener mTLS, ``harness.kcp.mesh``) →
 gateway (Envoy) and its VirtualService sync → KLM stand-in
 (its listener registered as ``klm-controller-manager-events.kcp-system:8082``) and the
-spec's extra listeners → SKR fleet (certificates, webhook processes, webhook
-configurations) → Watcher controller, whose Watcher changes re-render every SKR's
-configuration at once → Kymas → the spec's Watchers (routes and wiring awaited).
+spec's extra listeners → SKR fleet (certificates, webhook processes — or in-cluster
+Deployments, ``harness.environment.hosting`` —, webhook configurations) → Watcher
+controller, whose Watcher changes re-render every SKR's configuration at once → Kymas →
+the spec's Watchers (routes and wiring awaited).
 ``AsyncExitStack`` unwinds in reverse, also when a step fails.
 """
 
@@ -22,6 +23,12 @@ from pathlib import Path
 
 from harness.clusters.backends import open_backend
 from harness.environment.core import WatcherEnvironment
+from harness.environment.hosting import (
+    extra_san,
+    gateway_listen_address,
+    resolve_host_address,
+    skr_installation,
+)
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import (
     KCP_NAMESPACE,
@@ -41,7 +48,6 @@ from harness.kcp.mesh import GatewayMesh
 from harness.kcp.watcher_controller import WatcherController, valid_watcher
 from harness.kube import GATEWAYS, KYMAS, WATCHERS, apply_crds, create_or_replace, ensure_namespace
 from harness.skr.fleet import SkrFleet
-from harness.skr.install import SkrInstallation
 from watcher import pki
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import ClusterSettings, TlsFiles
@@ -165,10 +171,11 @@ async def watcher_environment(
             *(apply_crds(api, [CRD_DIR / "kyma.yaml"]) for api in skr_apis.values()),
         )
 
+        host_address = await resolve_host_address(spec, backend)
         ca = pki.create_ca(common_name="kcp-ca-1")
         gw_dir = workdir / "gateway"
         gw_dir.mkdir()
-        gw_cert = issue_gateway_certificate(ca)
+        gw_cert = issue_gateway_certificate(ca, extra_san(host_address))
         files = pki.write_secret_files(gw_dir, pki.secret_data(gw_cert, ca.cert_pem))
         mesh = GatewayMesh.create(workdir / "mesh") if spec.upstream_mtls else None
         gateway = await stack.enter_async_context(
@@ -178,6 +185,7 @@ async def watcher_environment(
                 cluster_settings=ClusterSettings(
                     upstream_tls=mesh.upstream_tls() if mesh is not None else None
                 ),
+                listen_address=gateway_listen_address(spec),
             )
         )
         registry = ServiceRegistry()
@@ -203,18 +211,13 @@ async def watcher_environment(
 
         fleet = await stack.enter_async_context(
             SkrFleet(
-                SkrInstallation(
+                skr_installation(
+                    spec,
+                    s,
                     clusters[s.name],
-                    runtime_id=s.runtime_id,
-                    skr_domain=s.skr_domain,
                     ca=ca,
-                    ca_bundle_pem=ca.cert_pem,
-                    kcp_addr=f"127.0.0.1:{gateway.port}",
-                    delivery_mode=spec.delivery_mode_of(s),
-                    certificate=s.certificate,
-                    log_level="WARNING",
-                    extra_env=dict(spec.webhook_env),
-                    log_dir=spec.log_dir,
+                    gateway_port=gateway.port,
+                    host_address=host_address,
                 )
                 for s in spec.skrs
             )
@@ -233,7 +236,9 @@ async def watcher_environment(
             klm=klm,
             fleet=fleet,
             controller=controller,
-            rotation=CertificateRotation(ca, gateway, fleet),
+            rotation=CertificateRotation(
+                ca, gateway, fleet, gateway_host_address=extra_san(host_address)
+            ),
             workdir=workdir,
             stack=stack,
             mesh=mesh,

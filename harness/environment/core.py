@@ -233,7 +233,7 @@ class WatcherEnvironment:
             return
         async with asyncio.timeout(within):
             for inst in self.fleet:
-                if not inst.webhook.running:
+                if not inst.running:
                     continue
                 api = self.skr_apis[inst.cluster.name]
                 before = await inst.metric("watcher_admission_request_total")

@@ -51,7 +51,7 @@ async def inject(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
             fault,
             {"stop": inst.stop, "start": inst.start, "kill": inst.kill, "restart": inst.restart},
         )
-        return f"pid {inst.webhook.pid}" if inst.webhook.running else "down"
+        return inst.state
     if fault.kind == "listener":
         _no_params(fault, params)
         host = env.listeners[fault.name]

@@ -20,7 +20,7 @@ from typing import Literal
 
 from harness.errors import HarnessError
 from harness.kcp.gateway import EnvoyGateway
-from harness.skr.certs import issue_webhook_certificate
+from harness.skr.certs import host_sans, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
 from harness.skr.install import SkrInstallation
 from watcher import pki
@@ -33,8 +33,18 @@ class RotationError(HarnessError, RuntimeError):
     """A rotation step failed or was asked for in the wrong order."""
 
 
-def issue_gateway_certificate(ca: pki.CertificateAuthority) -> pki.Issued:
-    return pki.issue_server_certificate(ca, "kcp-gateway", dns_names=list(GATEWAY_DNS_NAMES))
+def issue_gateway_certificate(
+    ca: pki.CertificateAuthority, host_address: str | None = None
+) -> pki.Issued:
+    """The gateway's serving certificate: ``localhost``/``127.0.0.1``, plus ``host_address``
+    (IP or DNS SAN) when in-cluster webhooks dial this host by that address."""
+    dns, ips = host_sans(host_address)
+    return pki.issue_server_certificate(
+        ca,
+        "kcp-gateway",
+        dns_names=list(dict.fromkeys((*GATEWAY_DNS_NAMES, *dns))),
+        ip_addresses=list(ips),
+    )
 
 
 @dataclass
@@ -47,6 +57,8 @@ class CertificateRotation:
     bundle_pem: bytes = b""
     old_cas: list[pki.CertificateAuthority] = field(default_factory=list)
     serve_within: float = 15.0
+    gateway_host_address: str | None = None
+    """An extra SAN of re-issued gateway certificates (see :func:`issue_gateway_certificate`)."""
 
     def __post_init__(self) -> None:
         if not self.bundle_pem:
@@ -79,6 +91,7 @@ class CertificateRotation:
             inst.runtime_id,
             inst.skr_domain,
             inst.certificate,
+            host_address=inst.host_address,
         )
         inst.ca = self.ca
         await inst.rotate(self.bundle_pem, leaf)
@@ -103,7 +116,9 @@ class CertificateRotation:
         self.ca = new_ca
         # A leaf is served only after the webhook reloaded its files, ca.crt included.
         await self.rotate_leaves()
-        served = await asyncio.to_thread(issue_gateway_certificate, new_ca)
+        served = await asyncio.to_thread(
+            issue_gateway_certificate, new_ca, self.gateway_host_address
+        )
         await self.gateway.rotate_tls(cert_pem=served.cert_pem, key_pem=served.key_pem)
 
     async def drop_old_ca(self) -> None:

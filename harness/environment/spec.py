@@ -83,6 +83,10 @@ class EnvironmentSpec:
     """Gateway → listener hop over mTLS (mesh CA, gateway allow-list; ``harness.kcp.mesh``).
     ``False`` is the plain-HTTP opt-out: listeners then believe XFCC from anyone."""
     backend: BackendChoice = field(default_factory=BackendChoice)
+    host_address: str | None = None
+    """How the API servers (and in-cluster webhooks) reach this host; None: the backend
+    choice's (``WATCHER_HARNESS_HOST_ADDRESS``), else the backend's default (kind: the
+    kind network's gateway), else ``127.0.0.1``."""
 
     def delivery_mode_of(self, skr: SkrSpec) -> DeliveryMode:
         return skr.delivery_mode or self.delivery_mode

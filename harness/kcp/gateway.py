@@ -121,8 +121,12 @@ class EnvoyGateway:
         ready_timeout: float = 20.0,
         apply_timeout: float = 5.0,
         stop_timeout: float = 5.0,
+        listen_address: str = LOOPBACK,
     ) -> None:
+        """``listen_address``: where the HTTPS listener binds (``0.0.0.0`` when in-cluster
+        webhooks dial this host's address; the admin port stays on loopback)."""
         self.tls = tls
+        self.listen_address = listen_address
         self.name = name
         self._fixed_ports = (port, admin_port)
         self._envoy = envoy
@@ -259,7 +263,8 @@ class EnvoyGateway:
         port, admin_port = self._fixed_ports
         attempts = 1 if port and admin_port else PORT_ATTEMPTS
         for attempt in range(1, attempts + 1):
-            self._port, self._admin_port = port or free_port(), admin_port or free_port()
+            self._port = port or free_port(self.listen_address)
+            self._admin_port = admin_port or free_port()
             self._write_initial_files()
             try:
                 await self.start()
@@ -275,7 +280,12 @@ class EnvoyGateway:
         access_log = None
         if self._access_log:
             access_log = str((self._log_dir or self.directory) / f"{self.name}-access.log")
-        return GatewayListener(port=self._port, tls=self.tls, access_log_path=access_log)
+        return GatewayListener(
+            port=self._port,
+            tls=self.tls,
+            access_log_path=access_log,
+            address=self.listen_address,
+        )
 
     def _write_initial_files(self) -> None:
         layout = self._layout()
@@ -340,7 +350,9 @@ class EnvoyGateway:
             raise NotReady(f"/ready answered {status} {body!r}")
         stats = await self.admin.stats(r"^listener_manager\.")
         if stats.get("listener_manager.lds.update_rejected", 0):
-            message = f"{self.name}: Envoy rejected its listener on {LOOPBACK}:{self._port}"
+            message = (
+                f"{self.name}: Envoy rejected its listener on {self.listen_address}:{self._port}"
+            )
             raise self._error(_PortTaken if self._port_taken() else GatewayError, message)
         if stats.get("listener_manager.total_listeners_active", 0) < 1:
             raise NotReady("listener not active yet")
@@ -489,7 +501,7 @@ class EnvoyGateway:
 
     async def counters(self) -> GatewayCounters:
         stats = await self.stats()
-        listener = f"listener.{LOOPBACK}_{self._port}."
+        listener = f"listener.{self.listen_address}_{self._port}."
         http = f"http.{self._gateway_listener().stat_prefix}."
         upstream: dict[str, int] = {}
         for name, value in stats.items():

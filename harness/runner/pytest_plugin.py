@@ -74,6 +74,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="kcp=CTX,skr-a=CTX",
         help="context per cluster for the kubeconfig backend (default: named like the cluster)",
     )
+    parser.addoption(
+        "--cluster-host-address",
+        default=None,
+        metavar="ADDRESS",
+        help="address the API servers (and in-cluster webhooks) use to reach this host "
+        "(default: WATCHER_HARNESS_HOST_ADDRESS, kind: its network's gateway, else 127.0.0.1)",
+    )
+    parser.addoption(
+        "--cluster-webhook",
+        default=None,
+        choices=("host", "in-cluster"),
+        help="where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
+    )
 
 
 def backend_override(config: pytest.Config) -> BackendOverride:
@@ -81,6 +94,8 @@ def backend_override(config: pytest.Config) -> BackendOverride:
         name=config.getoption("--cluster-backend", default=None),
         kubeconfig=config.getoption("--cluster-kubeconfig", default=None),
         contexts=config.getoption("--cluster-contexts", default=None),
+        host_address=config.getoption("--cluster-host-address", default=None),
+        webhook_mode=config.getoption("--cluster-webhook", default=None),
     )
 
 

@@ -22,7 +22,6 @@ import aiohttp
 
 from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation
-from harness.clusters.ports import LOOPBACK
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
 from harness.kcp.reconciler import Reconcile
 from harness.kcp.workqueue import Trigger
@@ -255,9 +254,10 @@ class LiveSession:
 
     def gateway_stat(self, name: str) -> str:
         """``name`` as a full Envoy stat name of this environment's gateway."""
+        gateway = self.env.gateway
         return gateway_stat_name(
             name,
-            listener_prefix=f"listener.{LOOPBACK}_{self.env.gateway.port}",
+            listener_prefix=f"listener.{gateway.listen_address}_{gateway.port}",
             http_prefix=f"http.{GatewayListener.stat_prefix}",
         )
 

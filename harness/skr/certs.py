@@ -10,6 +10,7 @@ signed by a CA the KCP does not trust, or without a Subject CN (no runtime id).
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 from dataclasses import dataclass
 
 from watcher import pki
@@ -67,6 +68,19 @@ class CertificateOverride:
         return self == CertificateOverride()
 
 
+def host_sans(host_address: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(DNS names, IPs) the serving certificate needs for API servers that call the webhook
+    at ``host_address`` (besides loopback): an IP SAN for an IP, a DNS SAN for a name."""
+    dns, ips = LOCAL_DNS_NAMES, LOCAL_IP_ADDRESSES
+    if not host_address or host_address in (*dns, *ips):
+        return dns, ips
+    try:
+        ipaddress.ip_address(host_address)
+    except ValueError:
+        return (*dns, host_address), ips
+    return dns, (*ips, host_address)
+
+
 def issue_webhook_certificate(
     ca: pki.CertificateAuthority,
     runtime_id: str,
@@ -74,9 +88,12 @@ def issue_webhook_certificate(
     override: CertificateOverride = CertificateOverride(),
     *,
     now: dt.datetime | None = None,
+    host_address: str | None = None,
 ) -> pki.Issued:
     """The runtime certificate: CN ``runtime_id``; DNS SANs the SKR domain, the webhook
-    Service names and ``localhost``; IP SAN ``127.0.0.1``; then ``override`` applied."""
+    Service names and ``localhost``; IP SAN ``127.0.0.1``; ``host_address`` (how API
+    servers reach this host) as an IP or DNS SAN; then ``override`` applied."""
+    dns_names, ip_addresses = host_sans(host_address)
     if override.common_name is not None:
         return pki.issue(
             override.ca or ca,
@@ -84,9 +101,9 @@ def issue_webhook_certificate(
             dns_names=[
                 override.skr_domain or skr_domain,
                 *pki.WEBHOOK_SERVICE_SANS,
-                *LOCAL_DNS_NAMES,
+                *dns_names,
             ],
-            ip_addresses=LOCAL_IP_ADDRESSES,
+            ip_addresses=ip_addresses,
             validity=override.validity or pki.RUNTIME_VALIDITY,
             not_before=override.not_before,
             now=now,
@@ -95,8 +112,8 @@ def issue_webhook_certificate(
         override.ca or ca,
         runtime_id,
         override.skr_domain or skr_domain,
-        extra_dns_names=LOCAL_DNS_NAMES,
-        extra_ip_addresses=LOCAL_IP_ADDRESSES,
+        extra_dns_names=dns_names,
+        extra_ip_addresses=ip_addresses,
         validity=override.validity or pki.RUNTIME_VALIDITY,
         not_before=override.not_before,
         now=now,

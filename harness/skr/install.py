@@ -7,9 +7,11 @@ Secret ``kyma-system/skr-webhook-tls``, and starts ``watcher-webhook`` as a real
 (with its durable spool in ``<directory>/spool`` unless ``spool=False``: it outlives a
 killed webhook, so the restarted one replays the events the killed one had queued).
 :meth:`SkrInstallation.apply_watchers` renders ``skr-webhook`` from all Watchers with an
-URL client config (``https://127.0.0.1:<port>/validate/<manager>``, as envtest wires
-webhooks). Leaving removes the VWC and the Secret, stops the process and deletes the
-directory — in reverse order of creation, also when entering failed half-way.
+URL client config (``https://<host address>:<port>/validate/<manager>``, as envtest wires
+webhooks; the host address is ``127.0.0.1`` unless API servers elsewhere must reach the
+webhook, see ``WATCHER_HARNESS_HOST_ADDRESS``). Leaving removes the VWC and the Secret,
+stops the process and deletes the directory — in reverse order of creation, also when
+entering failed half-way.
 
 The namespace ``kyma-system`` is left in place: a local cluster has no namespace
 controller, so a deleted namespace would stay ``Terminating`` forever.
@@ -21,6 +23,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import ipaddress
 import shutil
 import ssl
 import tempfile
@@ -73,18 +76,30 @@ def render_skr_configuration(
     ca_bundle_pem: bytes,
     failure_policy: FailurePolicy = "Ignore",
     timeout_seconds: int = 15,
+    host_address: str = ports.LOOPBACK,
 ) -> dict[str, Any] | None:
-    """``skr-webhook`` for a local SKR: every webhook calls ``127.0.0.1:<webhook_port>``.
-    None when there are no Watchers (the configuration is then deleted)."""
+    """``skr-webhook`` for a host-run webhook: every webhook calls
+    ``<host_address>:<webhook_port>`` (loopback by default). None when there are no
+    Watchers (the configuration is then deleted)."""
     if not watchers:
         return None
     return render_webhook_configuration(
         watchers,
         ca_bundle_pem=ca_bundle_pem,
-        target=UrlTarget(ports.LOOPBACK, webhook_port),
+        target=UrlTarget(host_address, webhook_port),
         failure_policy=failure_policy,
         timeout_seconds=timeout_seconds,
     )
+
+
+def bind_address(host_address: str) -> str:
+    """What a host-run server binds to be reachable at ``host_address``: that IP, or every
+    interface (``0.0.0.0``) for a DNS name, which cannot be bound."""
+    try:
+        ipaddress.ip_address(host_address)
+    except ValueError:
+        return "0.0.0.0"  # a DNS name: the API server may come from anywhere
+    return host_address
 
 
 def delivery_is_async(config: WebhookConfig) -> bool:
@@ -161,10 +176,14 @@ class SkrInstallation:
         log_dir: Path | None = None,
         ready_timeout: float = 20.0,
         spool: bool = True,
+        host_address: str = ports.LOOPBACK,
+        bind_host: str | None = None,
     ) -> None:
         """``log_dir`` keeps the webhook log after uninstall (default: inside the owned
         directory, deleted with it); ``extra_env`` adds ``WATCHER_*`` knobs (it wins, so
-        ``WATCHER_SPOOL_DIR=""`` also turns the spool off); ``spool``: see the module."""
+        ``WATCHER_SPOOL_DIR=""`` also turns the spool off); ``spool``: see the module;
+        ``host_address``: how the API server reaches this host (url clientConfig and a
+        SAN); ``bind_host``: what the webhook binds (default: see :func:`bind_address`)."""
         self.cluster = cluster
         self.runtime_id = runtime_id
         self.skr_domain = skr_domain
@@ -174,7 +193,9 @@ class SkrInstallation:
         self.timeout_seconds = timeout_seconds
         self._ca_bundle_pem = ca_bundle_pem
         self._serving_bundle_pem = serving_ca_bundle(ca_bundle_pem, certificate)
+        self.host_address = host_address
         self._config = WebhookConfig(
+            bind_host=bind_host or bind_address(host_address),
             kcp_addr=kcp_addr,
             contract=contract,
             delivery_mode=delivery_mode,
@@ -235,7 +256,17 @@ class SkrInstallation:
 
     @property
     def webhook_url(self) -> str:
-        return f"https://{ports.LOOPBACK}:{self.webhook_port}"
+        return f"https://{self.host_address}:{self.webhook_port}"
+
+    @property
+    def running(self) -> bool:
+        """The webhook is up (a process here; pods for the in-cluster mode)."""
+        return self._webhook is not None and self._webhook.running
+
+    @property
+    def state(self) -> str:
+        """One phrase for reports: ``pid N`` or ``down``."""
+        return f"pid {self.pid}" if self.running else "down"
 
     @property
     def metrics_url(self) -> str:
@@ -284,6 +315,7 @@ class SkrInstallation:
                 self.runtime_id,
                 self.skr_domain,
                 self.certificate,
+                host_address=self.host_address,
             )
             pki.write_secret_files(
                 self.tls.directory, pki.secret_data(self._leaf, self._ca_bundle_pem)
@@ -376,6 +408,7 @@ class SkrInstallation:
             ca_bundle_pem=self._serving_bundle_pem,
             failure_policy=self.failure_policy,
             timeout_seconds=self.timeout_seconds,
+            host_address=self.host_address,
         )
 
     async def apply_watchers(self, watchers: Sequence[Watcher]) -> None:
@@ -417,8 +450,10 @@ class SkrInstallation:
         context = ssl.create_default_context(cadata=self._serving_bundle_pem.decode("ascii"))
         context.check_hostname = False  # we compare the certificate itself
         context.verify_mode = ssl.CERT_NONE  # expired/foreign overrides must be readable too
+        bound = self._config.bind_host
+        host = ports.LOOPBACK if bound == "0.0.0.0" else bound
         _, writer = await asyncio.open_connection(
-            ports.LOOPBACK, self.webhook_port, ssl=context, server_hostname=ports.LOOPBACK
+            host, self.webhook_port, ssl=context, server_hostname=host
         )
         try:
             ssl_object = writer.get_extra_info("ssl_object")

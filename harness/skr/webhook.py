@@ -60,6 +60,9 @@ class WebhookConfig:
     # restarted process replays what a killed one queued. None = events in memory only.
     spool_dir: Path | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)  # WATCHER_* knobs
+    # WEBHOOK_HOST: loopback unless API servers elsewhere must reach it (the host address,
+    # or 0.0.0.0). The metrics server stays on loopback: only the harness scrapes it.
+    bind_host: str = ports.LOOPBACK
 
 
 @dataclass(frozen=True)
@@ -90,13 +93,14 @@ def webhook_env(
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Upstream's variables (WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR,
-    KCP_CONTRACT) plus loopback hosts, delivery mode, reload interval and spool directory;
+    KCP_CONTRACT) plus the bind hosts (admission: ``config.bind_host``; metrics: loopback),
+    delivery mode, reload interval and spool directory;
     ``base`` (default ``os.environ``) provides PATH and the like, ``config.extra_env`` wins
     over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off)."""
     env = dict(os.environ if base is None else base)
     env.update(
         {
-            "WEBHOOK_HOST": ports.LOOPBACK,
+            "WEBHOOK_HOST": config.bind_host,
             "WEBHOOK_PORT": str(webhook_port),
             "METRICS_HOST": ports.LOOPBACK,
             "METRICS_PORT": str(metrics_port),
@@ -199,7 +203,8 @@ class WebhookProcess:
             await self._start_once()
             return
         for attempt in range(1, PORT_ATTEMPTS + 1):
-            self._webhook_port, self._metrics_port = ports.free_port(), ports.free_port()
+            self._webhook_port = ports.free_port(self.config.bind_host)
+            self._metrics_port = ports.free_port()
             try:
                 await self._start_once()
                 return

@@ -191,7 +191,7 @@ async def test_a_closed_port_is_refused() -> None:
 
 
 def test_live_session_resolves_gateway_short_names() -> None:
-    env = SimpleNamespace(gateway=SimpleNamespace(port=40123))
+    env = SimpleNamespace(gateway=SimpleNamespace(port=40123, listen_address="127.0.0.1"))
     live = LiveSession(cast(Any, env))
     assert live.gateway_stat("ssl.fail_verify_error") == (
         "listener.127.0.0.1_40123.ssl.fail_verify_error"
@@ -209,7 +209,9 @@ async def test_live_session_metric_passes_the_full_name() -> None:
         asked.append((target, name))
         return 6.0
 
-    env = SimpleNamespace(gateway=SimpleNamespace(port=40123), metric=metric)
+    env = SimpleNamespace(
+        gateway=SimpleNamespace(port=40123, listen_address="127.0.0.1"), metric=metric
+    )
     live = LiveSession(cast(Any, env))
     assert await live.metric("gateway", "ssl.fail_verify_error", {}) == 6.0
     assert await live.metric("webhook/skr-a", "watcher_x_total", {}) == 6.0

@@ -1,0 +1,391 @@
+"""The SKR webhook in-cluster: the image behind a *service* clientConfig, for real clusters.
+
+With ``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster`` (kubeconfig and kind backends) an SKR is
+installed from :func:`watcher.render.skr_manifests.render_skr_manifests` instead of a
+process on this host: :class:`InClusterSkrInstallation` issues the runtime certificate,
+server-side applies the Namespace, ServiceAccount, PriorityClass, TLS Secret, Services,
+Deployment and NetworkPolicies (``harness.manifests.apply``), and waits — bounded — for
+the Deployment to become Available. The pods reach KCP at ``kcp_addr`` (the host address
+plus the gateway port). ``skr-webhook`` is rendered on every Watcher change like the host
+mode, but with the service clientConfig; leaving deletes everything applied, in reverse
+(the kubeconfig backend's ownership cleanup removes whatever is left).
+
+Faults on ``webhook/<skr>`` become Kubernetes operations (there is no process to signal):
+``kill`` deletes the pods at once (grace period 0: no drain, like SIGKILL; the Deployment
+makes a new one), ``stop`` scales the Deployment to 0 (the pod gets SIGTERM and drains),
+``start`` scales it to 1 and waits for Available, ``restart`` is both. Metrics are read
+through the API server's service proxy (``.../services/skr-webhook-metrics:2112/proxy/
+metrics``), so no port on the node needs to be reachable. Certificate rotation is
+refused (the mounted Secret reaches the pod only through the kubelet's sync, which the
+harness does not control).
+
+All Kubernetes calls go through :class:`ClusterCalls`; unit tests pass a fake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, Protocol
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.clusters.plane import Cluster
+from harness.kube import KubeError, NotFound, Obj, Resource, merge_patch, request
+from harness.manifests.apply import apply_object, resource_for
+from harness.skr.certs import CertificateOverride, issue_webhook_certificate
+from harness.skr.errors import SkrInstallError
+from harness.skr.install import SkrInstallation
+from harness.skr.metrics import parse_metrics
+from watcher import pki
+from watcher.model import Contract
+from watcher.render.skr_bundle import METRICS_PORT, NAME
+from watcher.render.skr_manifests import (
+    NetworkPolicyMode,
+    SkrManifestParams,
+    render_skr_manifests,
+)
+from watcher.render.watcher_cr import Watcher
+from watcher.render.webhook_config import (
+    CONFIGURATION_NAME,
+    FailurePolicy,
+    ServiceTarget,
+    render_webhook_configuration,
+)
+
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+PODS = Resource("", "v1", "pods", "Pod")
+VWC_KIND = "ValidatingWebhookConfiguration"
+VWCS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    VWC_KIND,
+    namespaced=False,
+)
+KEPT_KINDS = frozenset({"Namespace"})
+"""Left to the backend's ownership cleanup (a local API server never finishes deleting a
+namespace without a namespace controller)."""
+ROTATION_REFUSED = (
+    "in-cluster webhook: certificate rotation is not supported (the pod sees a new Secret "
+    "only after the kubelet's sync); run rotation scenarios with WATCHER_HARNESS_WEBHOOK_MODE=host"
+)
+
+
+class ClusterCalls(Protocol):
+    """The Kubernetes operations the in-cluster installation needs (faked in unit tests)."""
+
+    async def apply(self, obj: Mapping[str, Any]) -> Obj: ...
+
+    async def get(self, resource: Resource, name: str, namespace: str | None) -> Obj | None: ...
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None) -> None:
+        """Delete; a missing object is no error."""
+        ...
+
+    async def patch(
+        self, resource: Resource, name: str, namespace: str | None, body: Mapping[str, Any]
+    ) -> Obj: ...
+
+    async def delete_pods(self, namespace: str, selector: str) -> None:
+        """Delete the matching pods at once (grace period 0)."""
+        ...
+
+    async def get_text(self, path: str) -> str: ...
+
+
+class ApiCalls:
+    """:class:`ClusterCalls` on a real API server."""
+
+    def __init__(self, api: ApiClient) -> None:
+        self.api = api
+
+    async def apply(self, obj: Mapping[str, Any]) -> Obj:
+        return await apply_object(self.api, obj)
+
+    async def get(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
+        try:
+            return await request(self.api, "GET", resource.path(namespace, name))
+        except NotFound:
+            return None
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None) -> None:
+        with contextlib.suppress(NotFound):
+            await request(self.api, "DELETE", resource.path(namespace, name))
+
+    async def patch(
+        self, resource: Resource, name: str, namespace: str | None, body: Mapping[str, Any]
+    ) -> Obj:
+        return await merge_patch(self.api, resource, name, namespace, body)
+
+    async def delete_pods(self, namespace: str, selector: str) -> None:
+        await request(
+            self.api,
+            "DELETE",
+            PODS.path(namespace),
+            query=[("labelSelector", selector), ("gracePeriodSeconds", "0")],
+        )
+
+    async def get_text(self, path: str) -> str:
+        try:
+            response = await self.api.call_api(
+                path,
+                "GET",
+                header_params={"Accept": "text/plain"},
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _preload_content=False,
+            )
+            body = await response.read()
+            status = int(response.status)
+        except (OSError, TimeoutError) as exc:
+            raise KubeError(f"GET {path} failed: {exc!r}") from exc
+        text = bytes(body).decode("utf-8", "replace")
+        if status != 200:
+            raise KubeError(f"GET {path}: {status} {text[:200]!r}", status=status)
+        return text
+
+
+def available(deployment: Mapping[str, Any] | None, replicas: int = 1) -> bool:
+    """``Available`` condition True and at least ``replicas`` available replicas."""
+    status = (deployment or {}).get("status") or {}
+    conditions = status.get("conditions") or []
+    condition = any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
+    return condition and int(status.get("availableReplicas") or 0) >= replicas
+
+
+def metrics_proxy_path(namespace: str) -> str:
+    """The metrics Service through the API server's service proxy."""
+    return f"/api/v1/namespaces/{namespace}/services/{NAME}-metrics:{METRICS_PORT}/proxy/metrics"
+
+
+class InClusterSkrInstallation(SkrInstallation):
+    """The webhook Deployment in one SKR (see the module doc); same interface as the host
+    mode's :class:`SkrInstallation`, so the fleet and the environment use either."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        runtime_id: str,
+        skr_domain: str,
+        ca: pki.CertificateAuthority,
+        ca_bundle_pem: bytes,
+        kcp_addr: str,
+        image: str,
+        contract: Contract = "v2",
+        certificate: CertificateOverride = CertificateOverride(),  # noqa: B008 - frozen
+        failure_policy: FailurePolicy = "Ignore",
+        timeout_seconds: int = 15,
+        network_policies: NetworkPolicyMode = "portable",
+        available_timeout: float = 120.0,
+        poll_seconds: float = 0.5,
+        calls: ClusterCalls | None = None,
+    ) -> None:
+        """``kcp_addr``: ``<host address>:<gateway port>`` as the pods dial it; ``calls``:
+        the Kubernetes operations (default: the cluster's API server)."""
+        if not image:
+            raise SkrInstallError(
+                f"SKR {cluster.name}: the in-cluster webhook needs an image; set "
+                "WATCHER_HARNESS_IMAGE (built from the Dockerfile, loaded into the cluster)"
+            )
+        super().__init__(
+            cluster,
+            runtime_id=runtime_id,
+            skr_domain=skr_domain,
+            ca=ca,
+            ca_bundle_pem=ca_bundle_pem,
+            kcp_addr=kcp_addr,
+            contract=contract,
+            certificate=certificate,
+            failure_policy=failure_policy,
+            timeout_seconds=timeout_seconds,
+        )
+        self.image = image
+        self.kcp_addr = kcp_addr
+        self.contract: Contract = contract
+        self.network_policies: NetworkPolicyMode = network_policies
+        self.available_timeout = available_timeout
+        self.poll_seconds = poll_seconds
+        self._calls = calls
+        self._applied: list[dict[str, Any]] = []
+        self._installed = False
+        self._replicas = 0
+        self.namespace = "kyma-system"
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def calls(self) -> ClusterCalls:
+        if self._calls is None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
+        return self._calls
+
+    @property
+    def applied(self) -> tuple[dict[str, Any], ...]:
+        """The objects applied at install (in order), the webhook configuration excluded."""
+        return tuple(self._applied)
+
+    @property
+    def running(self) -> bool:
+        return self._installed and self._replicas > 0
+
+    @property
+    def state(self) -> str:
+        return f"deployment {NAME}: {self._replicas} replica(s)"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://{NAME}.{self.namespace}.svc:443"
+
+    def manifests(self) -> list[dict[str, Any]]:
+        """The rendered SKR set for this installation (the configuration has no webhooks
+        yet: :meth:`apply_watchers` renders it)."""
+        params = SkrManifestParams(
+            image=self.image,
+            kcp_addr=self.kcp_addr,
+            tls=pki.secret_data(self.leaf, self.ca_bundle_pem),
+            namespace=self.namespace,
+            contract=self.contract,
+            network_policies=self.network_policies,
+            failure_policy=self.failure_policy,
+            webhook_timeout_seconds=self.timeout_seconds,
+        )
+        return [o for o in render_skr_manifests(params) if o.get("kind") != VWC_KIND]
+
+    # -- install / uninstall ----------------------------------------------------------
+
+    async def install(self) -> None:
+        """Certificate → manifests applied in order → Deployment Available; rolled back."""
+        if self._installed:
+            raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
+        async with AsyncExitStack() as stack:
+            self._leaf = await asyncio.to_thread(
+                issue_webhook_certificate,
+                self.ca,
+                self.runtime_id,
+                self.skr_domain,
+                self.certificate,
+            )
+            if self._calls is None:
+                api = await stack.enter_async_context(self.cluster.api_client())
+                self._calls = ApiCalls(api)
+                stack.callback(setattr, self, "_calls", None)
+            stack.push_async_callback(self._delete_applied)
+            for obj in self.manifests():
+                try:
+                    await self.calls.apply(obj)
+                except KubeError as exc:
+                    raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
+                self._applied.append(obj)
+            self._replicas = 1
+            await self.wait_available()
+            self._installed = True
+            self._stack = stack.pop_all()
+
+    async def uninstall(self) -> None:
+        stack, self._stack = self._stack, None
+        self._installed = False
+        if stack is not None:
+            await stack.aclose()
+
+    async def _delete_applied(self) -> None:
+        """The webhook configuration first (no calls into a vanishing webhook), then the
+        applied objects in reverse order."""
+        await self.calls.delete(VWCS, CONFIGURATION_NAME, None)
+        applied, self._applied = self._applied, []
+        for obj in reversed(applied):
+            if obj.get("kind") in KEPT_KINDS:
+                continue
+            meta = obj["metadata"]
+            await self.calls.delete(resource_for(obj), meta["name"], meta.get("namespace"))
+
+    async def wait_available(self, replicas: int = 1) -> float:
+        """Poll the Deployment until Available (bounded); seconds it took."""
+        started = time.monotonic()
+        last: Obj | None = None
+        while True:
+            last = await self.calls.get(DEPLOYMENTS, NAME, self.namespace)
+            if available(last, replicas):
+                return time.monotonic() - started
+            if time.monotonic() - started >= self.available_timeout:
+                raise SkrInstallError(self._not_available(last))
+            await asyncio.sleep(self.poll_seconds)
+
+    def _not_available(self, deployment: Obj | None) -> str:
+        status = (deployment or {}).get("status") or {}
+        return (
+            f"SKR {self.cluster.name}: Deployment {self.namespace}/{NAME} not Available "
+            f"within {self.available_timeout:g} s (availableReplicas="
+            f"{status.get('availableReplicas') or 0}); check that the nodes can pull image "
+            f"{self.image} (kind: kind load docker-image), that a node is Ready and "
+            f"schedulable, and `kubectl -n {self.namespace} describe pod -l app={NAME}`"
+        )
+
+    # -- webhook configuration --------------------------------------------------------
+
+    def render(self, watchers: Sequence[Watcher]) -> dict[str, Any] | None:
+        """``skr-webhook`` with the *service* clientConfig (None: no Watchers)."""
+        if not watchers:
+            return None
+        return render_webhook_configuration(
+            watchers,
+            ca_bundle_pem=self.serving_ca_bundle_pem,
+            target=ServiceTarget(name=NAME, namespace=self.namespace, port=443),
+            failure_policy=self.failure_policy,
+            timeout_seconds=self.timeout_seconds,
+        )
+
+    async def apply_watchers(self, watchers: Sequence[Watcher]) -> None:
+        async with self._lock:
+            body = self.render(watchers)
+            if body is None:
+                await self.calls.delete(VWCS, CONFIGURATION_NAME, None)
+            else:
+                try:
+                    await self.calls.apply(body)
+                except KubeError as exc:
+                    raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
+            self._watchers = tuple(watchers)
+
+    async def rotate(self, new_ca_bundle_pem: bytes, new_leaf: pki.Issued) -> None:
+        raise SkrInstallError(ROTATION_REFUSED)
+
+    # -- faults and metrics -----------------------------------------------------------
+
+    async def _scale(self, replicas: int) -> None:
+        await self.calls.patch(DEPLOYMENTS, NAME, self.namespace, {"spec": {"replicas": replicas}})
+        self._replicas = replicas
+
+    async def kill(self) -> int | None:
+        """Delete the webhook pods at once (no drain); the Deployment makes a new one."""
+        await self.calls.delete_pods(self.namespace, f"app={NAME}")
+        return None
+
+    async def stop(self) -> int | None:
+        """Scale to 0: the pod gets SIGTERM and drains its queue."""
+        await self._scale(0)
+        return None
+
+    async def start(self) -> None:
+        """Scale to 1 and wait until the Deployment is Available again."""
+        await self._scale(1)
+        await self.wait_available()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def metrics(self) -> dict[str, float]:
+        """The webhook's metrics through the API server's service proxy."""
+        path = metrics_proxy_path(self.namespace)
+        try:
+            return parse_metrics(await self.calls.get_text(path))
+        except KubeError as exc:
+            raise SkrInstallError(
+                f"SKR {self.cluster.name}: cannot read the webhook's metrics through the "
+                f"service proxy: {exc}"
+            ) from None

@@ -62,6 +62,8 @@ CLUSTER_SCOPED: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
              namespaced=False),
     Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
+    Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
+             namespaced=False),  # the in-cluster webhook's skr-webhook-priority
 )  # fmt: skip
 """Cluster-scoped kinds the harness or its manifests create (besides namespaces and CRDs)."""
 

@@ -12,7 +12,9 @@ created in every cluster and the temporary directory.
 No process is started or owned: :attr:`Cluster.control` is None, so faults that stop or
 kill an API server are refused with a message naming this backend. The webhook and the
 gateway run on the harness host (the SKR API servers call the webhook at a ``url``
-client config): the API servers must be able to reach this host's address.
+client config): the API servers must be able to reach this host's address
+(``WATCHER_HARNESS_HOST_ADDRESS``) — or the webhook runs in-cluster
+(``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster``, ``harness.skr.in_cluster``).
 """
 
 from __future__ import annotations

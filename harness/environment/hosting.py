@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from harness.clusters.plane import Cluster, ClusterBackend
 from harness.clusters.ports import LOOPBACK
 from harness.environment.spec import EnvironmentSpec, SkrSpec
+from harness.skr.errors import SkrInstallError
 from harness.skr.install import SkrInstallation
 from watcher import pki
 
@@ -63,6 +64,13 @@ def skr_installation(
     """The installation of ``skr`` in the spec's webhook mode."""
     if in_cluster(spec):
         from harness.skr.in_cluster import InClusterSkrInstallation
+
+        if spec.webhook_env or spec.delivery_mode_of(skr) != "async":
+            raise SkrInstallError(
+                f"SKR {skr.name}: the in-cluster webhook runs the rendered Deployment, which "
+                "takes no webhook_env or sync delivery_mode; run this scenario with "
+                "WATCHER_HARNESS_WEBHOOK_MODE=host"
+            )
 
         image = (os.environ if env is None else env).get(ENV_IMAGE, "")
         return InClusterSkrInstallation(

@@ -255,3 +255,8 @@ def test_the_environment_picks_the_installation_by_webhook_mode(
     )
     assert not isinstance(host, InClusterSkrInstallation)
     assert host.host_address == "127.0.0.1"
+    knobs = EnvironmentSpec(backend=spec.backend, webhook_env={"WATCHER_RETRY_MAX_SECONDS": "1"})
+    with pytest.raises(SkrInstallError, match="WATCHER_HARNESS_WEBHOOK_MODE=host"):
+        skr_installation(
+            knobs, skr, cluster(), ca=ca, gateway_port=1, host_address="10.0.0.5", env={}
+        )

@@ -34,6 +34,26 @@ def unsupported_reason(choice: BackendChoice, fault_targets: Iterable[str]) -> s
     return None
 
 
+def in_cluster_reason(
+    choice: BackendChoice, *, rotates: bool, sync_skrs: Iterable[str]
+) -> str | None:
+    """Why a scenario cannot run with the in-cluster webhook (None: it can, or host mode)."""
+    if choice.webhook_mode != "in-cluster":
+        return None
+    if rotates:
+        return (
+            "the in-cluster webhook cannot rotate certificates (a new Secret reaches the pod "
+            "only on the kubelet's sync); run it with WATCHER_HARNESS_WEBHOOK_MODE=host"
+        )
+    sync = sorted(sync_skrs)
+    if sync:
+        return (
+            f"the in-cluster webhook runs the rendered Deployment, which has no sync delivery "
+            f"(SKRs: {', '.join(sync)}); run it with WATCHER_HARNESS_WEBHOOK_MODE=host"
+        )
+    return None
+
+
 def open_backend(
     choice: BackendChoice,
     *,

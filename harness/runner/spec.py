@@ -15,27 +15,38 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from harness.clusters.backends import unsupported_reason
+from harness.clusters.backends import in_cluster_reason, unsupported_reason
 from harness.clusters.selection import BackendChoice, backend_name
 from harness.environment.spec import EnvironmentSpec, ListenerSpec, SkrSpec
 from harness.kcp.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
-from harness.scenario import FaultOp, ProcessFault, Scenario
+from harness.scenario import FaultOp, ProcessFault, RotateFault, Scenario
+
+
+def fault_ops(scenario: Scenario) -> Iterator[FaultOp]:
+    """Every fault operation of the scenario's steps."""
+    for step in scenario.steps:
+        for _, operations in step.blocks():
+            for op in operations:
+                if isinstance(op, FaultOp):
+                    yield op
 
 
 def fault_targets(scenario: Scenario) -> Iterator[str]:
     """Every process fault target the scenario's steps name (``apiserver/kcp``, ...)."""
-    for step in scenario.steps:
-        for _, operations in step.blocks():
-            for op in operations:
-                if isinstance(op, FaultOp) and isinstance(op.fault, ProcessFault):
-                    yield op.fault.target
+    for op in fault_ops(scenario):
+        if isinstance(op.fault, ProcessFault):
+            yield op.fault.target
 
 
 def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> BackendChoice:
     """``backend`` if given (checked against the scenario), else the file's choice."""
     choice = backend or BackendChoice(name=backend_name(scenario.backend.value, "backend"))
-    reason = unsupported_reason(choice, fault_targets(scenario))
+    reason = unsupported_reason(choice, fault_targets(scenario)) or in_cluster_reason(
+        choice,
+        rotates=any(isinstance(op.fault, RotateFault) for op in fault_ops(scenario)),
+        sync_skrs=[s.name for s in scenario.clusters.skrs if s.delivery_mode == "sync"],
+    )
     if reason is not None:
         raise BackendUnsupported(f"scenario {scenario.name!r}: {reason}")
     return choice

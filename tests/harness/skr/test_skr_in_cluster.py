@@ -16,6 +16,9 @@ from harness.clusters.selection import choose_backend
 from harness.environment.hosting import gateway_listen_address, skr_installation
 from harness.environment.spec import EnvironmentSpec, SkrSpec
 from harness.kube import KubeError, Obj, Resource
+from harness.runner.errors import BackendUnsupported
+from harness.runner.spec import scenario_backend
+from harness.scenario.loader import load_scenario, loads_scenario
 from harness.skr.errors import SkrInstallError
 from harness.skr.in_cluster import (
     ROTATION_REFUSED,
@@ -26,6 +29,7 @@ from harness.skr.in_cluster import (
 from watcher import pki
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher
 
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 IMAGE = "kyma-watcher:test"
 KCP_ADDR = "172.18.0.1:32443"
 AVAILABLE = {
@@ -260,3 +264,30 @@ def test_the_environment_picks_the_installation_by_webhook_mode(
         skr_installation(
             knobs, skr, cluster(), ca=ca, gateway_port=1, host_address="10.0.0.5", env={}
         )
+
+
+@pytest.mark.parametrize(
+    ("file", "reason"),
+    [
+        ("cert-rotation.yaml", "cannot rotate certificates"),
+        ("webhook-restart.yaml", "no sync delivery"),
+    ],
+)
+def test_scenarios_the_in_cluster_webhook_cannot_run_are_refused_before_start(
+    file: str, reason: str
+) -> None:
+    text = (SCENARIOS / file).read_text(encoding="utf-8")
+    if reason == "no sync delivery":  # no library scenario uses sync delivery
+        text = text.replace("    - name: skr-b\n", "    - name: skr-b\n      deliveryMode: sync\n")
+        assert "deliveryMode: sync" in text
+    scenario = loads_scenario(text, base_dir=SCENARIOS)
+    env = {"WATCHER_HARNESS_KUBECONFIG": "/k", "WATCHER_HARNESS_WEBHOOK_MODE": "in-cluster"}
+    with pytest.raises(BackendUnsupported, match=reason) as info:
+        scenario_backend(scenario, choose_backend("kubeconfig", env=env))
+    assert "WATCHER_HARNESS_WEBHOOK_MODE=host" in str(info.value)
+    assert reason != "no sync delivery" or "skr-b" in str(info.value)
+    host = choose_backend("kubeconfig", env={"WATCHER_HARNESS_KUBECONFIG": "/k"})
+    assert scenario_backend(scenario, host) is host
+    webhook_restart = load_scenario(SCENARIOS / "webhook-restart.yaml")
+    in_cluster = choose_backend("kubeconfig", env=env)
+    assert scenario_backend(webhook_restart, in_cluster) is in_cluster

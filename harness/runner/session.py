@@ -368,7 +368,7 @@ class LiveSession:
                 records.extend(r for r in control.records if r not in records)
         records.extend(env.gateway.records)
         for inst in env.fleet:
-            records.extend(inst.webhook.records)
+            records.extend(inst.process_records)
         return list(records)
 
     async def admission_counts(self, cluster: str) -> AdmissionCounts | None:
@@ -391,7 +391,7 @@ class LiveSession:
         """Every SKR webhook's metrics, prefixed ``webhook/<skr>:``."""
         out: dict[str, float] = {}
         for inst in self.env.fleet:
-            if not inst.webhook.running:
+            if not inst.running:
                 continue
             for sample, value in (await inst.metrics()).items():
                 out[f"webhook/{inst.cluster.name}:{sample}"] = value

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Cluster
+from harness.clusters.process import ProcessRecord
 from harness.kube import KubeError, NotFound, Obj, Resource, merge_patch, request
 from harness.manifests.apply import apply_object, resource_for
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
@@ -234,12 +235,21 @@ class InClusterSkrInstallation(SkrInstallation):
         return self._installed and self._replicas > 0
 
     @property
+    def process_records(self) -> tuple[ProcessRecord, ...]:
+        return ()  # the webhook runs in pods, not as a process of this host
+
+    @property
     def state(self) -> str:
         return f"deployment {NAME}: {self._replicas} replica(s)"
 
     @property
     def webhook_url(self) -> str:
         return f"https://{NAME}.{self.namespace}.svc:443"
+
+    @property
+    def metrics_url(self) -> str:
+        """The metrics through the API server's service proxy (needs the admin login)."""
+        return self.cluster.server + metrics_proxy_path(self.namespace)
 
     def manifests(self) -> list[dict[str, Any]]:
         """The rendered SKR set for this installation (the configuration has no webhooks

@@ -39,6 +39,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters import ports
 from harness.clusters.plane import Cluster
+from harness.clusters.process import ProcessRecord
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
 from harness.skr.errors import SkrInstallError
 from harness.skr.metrics import value
@@ -262,6 +263,11 @@ class SkrInstallation:
     def running(self) -> bool:
         """The webhook is up (a process here; pods for the in-cluster mode)."""
         return self._webhook is not None and self._webhook.running
+
+    @property
+    def process_records(self) -> tuple[ProcessRecord, ...]:
+        """Every webhook incarnation on this host (none for the in-cluster mode)."""
+        return tuple(self._webhook.records) if self._webhook is not None else ()
 
     @property
     def state(self) -> str:

@@ -140,6 +140,9 @@ async def test_install_applies_the_rendered_set_in_order_and_waits_for_available
     secret = calls.objects[("Secret", "kyma-system", "skr-webhook-tls")]
     assert base64.b64decode(secret["data"]["ca.crt"]) == ca.cert_pem
     assert calls.gets == 3 and inst.running and "1 replica" in inst.state
+    assert inst.process_records == ()  # nothing runs on this host
+    assert inst.metrics_url == "https://skr.example:6443" + metrics_proxy_path("kyma-system")
+    assert inst.webhook_url == "https://skr-webhook.kyma-system.svc:443"
 
 
 async def test_watchers_render_a_service_client_config_and_uninstall_removes_all(

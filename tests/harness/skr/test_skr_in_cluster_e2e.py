@@ -18,8 +18,12 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.binaries import Binaries
+from harness.clusters.contexts import merged_kubeconfig, select_context
+from harness.clusters.kubeconfig_backend import KubeconfigBackend
+from harness.clusters.ownership import ALL_KINDS, inventory
 from harness.clusters.plane import Environment, LocalBackend
-from harness.kube import get, merge_patch
+from harness.clusters.selection import ClusterTarget
+from harness.kube import NAMESPACES, get, merge_patch
 from harness.manifests.apply import resource_for
 from harness.skr.errors import SkrInstallError
 from harness.skr.in_cluster import DEPLOYMENTS, VWCS, InClusterSkrInstallation
@@ -132,6 +136,50 @@ async def test_without_a_kubelet_the_wait_ends_with_the_one_line_reason(
     assert "\n" not in str(info.value)
     async with clusters["skr-a"].api_client() as api:
         assert await get(api, DEPLOYMENTS, NAME, NS) is None  # rolled back
+
+
+async def test_a_crashed_run_is_removed_by_the_kubeconfig_backends_ownership(
+    cluster_binaries: Binaries, tmp_path: Path
+) -> None:
+    """Installed in-cluster through the kubeconfig backend and never uninstalled (as if
+    the harness died half-way): leaving the backend removes every object it applied."""
+    async with LocalBackend(cluster_binaries).start(["skr-a"]) as local:
+        access = select_context(local["skr-a"].kubeconfig_embedded)
+        file = tmp_path / "kubeconfig"
+        file.write_text(merged_kubeconfig({"dev-skr": access}), encoding="utf-8")
+        async with local["skr-a"].api_client() as foreign:
+            before = await inventory(foreign, ALL_KINDS)
+            backend = KubeconfigBackend(
+                {"skr-a": ClusterTarget((file,), "dev-skr")},
+                run_id="run-in-cluster",
+                namespaces={"skr-a": [NS]},
+            )
+            ca = pki.create_ca("kcp-ca-e2e")
+            async with backend.start(["skr-a"]) as env:
+                inst = InClusterSkrInstallation(
+                    env["skr-a"],
+                    runtime_id="runtime-a",
+                    skr_domain="skr-a.kyma.example.com",
+                    ca=ca,
+                    ca_bundle_pem=ca.cert_pem,
+                    kcp_addr=KCP_ADDR,
+                    image=IMAGE,
+                    available_timeout=30,
+                    poll_seconds=0.1,
+                )
+                async with env["skr-a"].api_client() as api:
+                    kubelet = asyncio.create_task(play_kubelet(api))
+                    await inst.install()
+                    await kubelet
+                    await inst.apply_watchers([parse_watcher(klm_watcher_dict())])
+                    assert await get(api, VWCS, "skr-webhook") is not None
+                    assert await get(api, DEPLOYMENTS, NAME, NS) is not None
+                # no uninstall: the backend's ownership cleanup is all that runs
+            after = await inventory(foreign, ALL_KINDS)
+            assert after.new_since(before, ours=True) == {r: {} for r in after.objects}
+            assert await get(foreign, VWCS, "skr-webhook") is None
+            assert await get(foreign, DEPLOYMENTS, NAME, NS) is None
+            assert await get(foreign, NAMESPACES, NS) is None
 
 
 @pytest.mark.skip(

@@ -239,6 +239,9 @@ ORPHANING_HARNESS = textwrap.dedent(
     from harness.clusters.process import OwnedProcess
 
     faulthandler.register(signal.SIGUSR1)  # the test asks for stacks if this hangs
+    # A harness started from a shell turns SIGINT into KeyboardInterrupt; a parent that
+    # ignores SIGINT (an xdist worker may) would pass SIG_IGN on and Python keeps it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     async def start() -> None:
         argv = [sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)"]

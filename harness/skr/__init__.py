@@ -8,8 +8,9 @@
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.errors import SkrInstallError, WebhookProcessError
 from harness.skr.fleet import SkrFleet
-from harness.skr.install import SkrInstallation, render_skr_configuration
+from harness.skr.install import SkrInstallation
 from harness.skr.metrics import parse_metrics
+from harness.skr.objects import render_skr_configuration
 from harness.skr.webhook import WebhookConfig, WebhookProcess, webhook_env
 
 __all__ = [

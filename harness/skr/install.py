@@ -20,14 +20,12 @@ controller, so a deleted namespace would stay ``Terminating`` forever.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
-import ipaddress
 import shutil
 import ssl
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +41,16 @@ from harness.clusters.process import ProcessRecord
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
 from harness.skr.errors import SkrInstallError
 from harness.skr.metrics import value
+from harness.skr.objects import (
+    NAMESPACE,
+    SECRET_NAME,
+    bind_address,
+    create_or_replace,
+    delivery_is_async,
+    is_status,
+    render_skr_configuration,
+    secret_manifest,
+)
 from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess
 from watcher import pki
 from watcher.model import Contract
@@ -50,109 +58,8 @@ from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import (
     CONFIGURATION_NAME,
     FailurePolicy,
-    UrlTarget,
-    render_webhook_configuration,
 )
 from watcher.webhook.settings import DeliveryMode
-
-NAMESPACE = "kyma-system"
-SECRET_NAME = "skr-webhook-tls"
-
-
-def secret_manifest(data: dict[str, bytes], *, name: str = SECRET_NAME) -> dict[str, Any]:
-    """The ``kubernetes.io/tls`` Secret cert-manager would write (pure)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "kubernetes.io/tls",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "data": {k: base64.b64encode(v).decode("ascii") for k, v in sorted(data.items())},
-    }
-
-
-def render_skr_configuration(
-    watchers: Sequence[Watcher],
-    *,
-    webhook_port: int,
-    ca_bundle_pem: bytes,
-    failure_policy: FailurePolicy = "Ignore",
-    timeout_seconds: int = 15,
-    host_address: str = ports.LOOPBACK,
-) -> dict[str, Any] | None:
-    """``skr-webhook`` for a host-run webhook: every webhook calls
-    ``<host_address>:<webhook_port>`` (loopback by default). None when there are no
-    Watchers (the configuration is then deleted)."""
-    if not watchers:
-        return None
-    return render_webhook_configuration(
-        watchers,
-        ca_bundle_pem=ca_bundle_pem,
-        target=UrlTarget(host_address, webhook_port),
-        failure_policy=failure_policy,
-        timeout_seconds=timeout_seconds,
-    )
-
-
-def bind_address(host_address: str) -> str:
-    """What a host-run server binds to be reachable at ``host_address``: that IP, or every
-    interface (``0.0.0.0``) for a DNS name, which cannot be bound."""
-    try:
-        ipaddress.ip_address(host_address)
-    except ValueError:
-        return "0.0.0.0"  # a DNS name: the API server may come from anywhere
-    return host_address
-
-
-def delivery_is_async(config: WebhookConfig) -> bool:
-    """The spool only serves async delivery (sync mode sends inside the admission)."""
-    return config.extra_env.get("WATCHER_DELIVERY_MODE", config.delivery_mode) == "async"
-
-
-def _is_status(e: client.ApiException, *codes: int) -> bool:
-    return e.status in codes
-
-
-REPLACE_ATTEMPTS = 5
-
-
-async def create_or_replace(
-    what: str,
-    body: dict[str, Any],
-    *,
-    create: Callable[[dict[str, Any]], Awaitable[Any]],
-    read: Callable[[], Awaitable[Any]],
-    replace: Callable[[dict[str, Any]], Awaitable[Any]],
-) -> None:
-    """Create ``body``; if it exists, replace it at its current resourceVersion (some kinds,
-    like webhook configurations, refuse unconditional updates), retrying on conflicts."""
-    for _ in range(REPLACE_ATTEMPTS):
-        try:
-            await create(body)
-            return
-        except client.ApiException as e:
-            if not _is_status(e, 409):
-                raise SkrInstallError(
-                    f"cannot create {what}: {e.status} {e.reason}: {e.body!r}"
-                ) from e
-        try:
-            current = await read()
-        except client.ApiException as e:
-            if _is_status(e, 404):
-                continue  # deleted in between: create again
-            raise SkrInstallError(f"cannot read {what}: {e.status} {e.reason}") from e
-        update = {
-            **body,
-            "metadata": {**body["metadata"], "resourceVersion": current.metadata.resource_version},
-        }
-        try:
-            await replace(update)
-            return
-        except client.ApiException as e:
-            if not _is_status(e, 409, 404):
-                raise SkrInstallError(
-                    f"cannot replace {what}: {e.status} {e.reason}: {e.body!r}"
-                ) from e
-    raise SkrInstallError(f"cannot create or replace {what}: {REPLACE_ATTEMPTS} conflicts in a row")
 
 
 class SkrInstallation:
@@ -360,7 +267,7 @@ class SkrInstallation:
         try:
             await core.create_namespace({"metadata": {"name": NAMESPACE}})
         except client.ApiException as e:
-            if not _is_status(e, 409):
+            if not is_status(e, 409):
                 raise SkrInstallError(
                     f"SKR {self.cluster.name}: cannot create namespace {NAMESPACE}: "
                     f"{e.status} {e.reason}"
@@ -382,7 +289,7 @@ class SkrInstallation:
         try:
             await core.delete_namespaced_secret(SECRET_NAME, NAMESPACE)
         except client.ApiException as e:
-            if not _is_status(e, 404):
+            if not is_status(e, 404):
                 raise
 
     async def _delete_configuration(self) -> None:
@@ -390,7 +297,7 @@ class SkrInstallation:
         try:
             await admission.delete_validating_webhook_configuration(CONFIGURATION_NAME)
         except client.ApiException as e:
-            if not _is_status(e, 404):
+            if not is_status(e, 404):
                 raise
         self._vwc_applied = False
 

@@ -25,7 +25,7 @@ from harness.environment.hosting import (
 from harness.environment.rotation import issue_gateway_certificate
 from harness.environment.spec import EnvironmentSpec
 from harness.skr.certs import host_sans, issue_webhook_certificate
-from harness.skr.install import bind_address, render_skr_configuration
+from harness.skr.objects import bind_address, render_skr_configuration
 from harness.skr.webhook import TlsPaths, WebhookConfig, webhook_env
 from watcher import pki
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.skr.install import render_skr_configuration, secret_manifest
+from harness.skr.objects import render_skr_configuration, secret_manifest
 from harness.skr.webhook import TlsPaths, WebhookConfig, webhook_env
 from watcher import pki
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict

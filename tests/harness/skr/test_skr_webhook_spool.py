@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.skr.certs import issue_webhook_certificate
-from harness.skr.install import delivery_is_async
 from harness.skr.metrics import value
+from harness.skr.objects import delivery_is_async
 from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess, webhook_env
 from watcher import pki
 from watcher.webhook.spool import Spool

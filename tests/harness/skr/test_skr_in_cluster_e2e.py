@@ -21,7 +21,7 @@ from harness.clusters.binaries import Binaries
 from harness.clusters.contexts import merged_kubeconfig, select_context
 from harness.clusters.kubeconfig_backend import KubeconfigBackend
 from harness.clusters.ownership import ALL_KINDS, inventory
-from harness.clusters.plane import Environment, LocalBackend
+from harness.clusters.plane import Cluster, Environment, LocalBackend
 from harness.clusters.selection import ClusterTarget
 from harness.kube import NAMESPACES, get, merge_patch
 from harness.manifests.apply import resource_for
@@ -64,25 +64,35 @@ async def play_kubelet(api: ApiClient) -> int:
     return polls
 
 
-async def test_install_applies_service_client_config_and_removes_everything(
-    clusters: Environment,
-) -> None:
+def installation(cluster: Cluster, *, available_timeout: float = 30) -> InClusterSkrInstallation:
+    """runtime-a's in-cluster install on ``cluster`` (a fresh KCP CA each time)."""
     ca = pki.create_ca("kcp-ca-e2e")
-    inst = InClusterSkrInstallation(
-        clusters["skr-a"],
+    return InClusterSkrInstallation(
+        cluster,
         runtime_id="runtime-a",
         skr_domain="skr-a.kyma.example.com",
         ca=ca,
         ca_bundle_pem=ca.cert_pem,
         kcp_addr=KCP_ADDR,
         image=IMAGE,
-        available_timeout=30,
+        available_timeout=available_timeout,
         poll_seconds=0.1,
     )
+
+
+async def install_as_if_scheduled(inst: InClusterSkrInstallation, api: ApiClient) -> None:
+    """Install while :func:`play_kubelet` stands in for the node that would run the pod."""
+    kubelet = asyncio.create_task(play_kubelet(api))
+    await inst.install()
+    await kubelet
+
+
+async def test_install_applies_service_client_config_and_removes_everything(
+    clusters: Environment,
+) -> None:
+    inst = installation(clusters["skr-a"])
     async with clusters["skr-a"].api_client() as api:
-        kubelet = asyncio.create_task(play_kubelet(api))
-        await inst.install()
-        await kubelet
+        await install_as_if_scheduled(inst, api)
         deployment = await get(api, DEPLOYMENTS, NAME, NS)
         assert deployment is not None
         container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -101,7 +111,7 @@ async def test_install_applies_service_client_config_and_removes_everything(
             "path": f"/validate/{watcher.manager}",
             "port": 443,
         }
-        assert base64.b64decode(config["caBundle"]) == ca.cert_pem
+        assert base64.b64decode(config["caBundle"]) == inst.ca_bundle_pem  # the KCP CA
 
         stored = [o for o in inst.applied if o["kind"] != "Namespace"]
         for obj in stored:
@@ -119,18 +129,7 @@ async def test_install_applies_service_client_config_and_removes_everything(
 async def test_without_a_kubelet_the_wait_ends_with_the_one_line_reason(
     clusters: Environment,
 ) -> None:
-    ca = pki.create_ca("kcp-ca-e2e")
-    inst = InClusterSkrInstallation(
-        clusters["skr-a"],
-        runtime_id="runtime-a",
-        skr_domain="skr-a.kyma.example.com",
-        ca=ca,
-        ca_bundle_pem=ca.cert_pem,
-        kcp_addr=KCP_ADDR,
-        image=IMAGE,
-        available_timeout=1.0,
-        poll_seconds=0.1,
-    )
+    inst = installation(clusters["skr-a"], available_timeout=1.0)
     with pytest.raises(SkrInstallError, match=r"not Available within 1 s.*pull image") as info:
         await inst.install()
     assert "\n" not in str(info.value)
@@ -154,23 +153,10 @@ async def test_a_crashed_run_is_removed_by_the_kubeconfig_backends_ownership(
                 run_id="run-in-cluster",
                 namespaces={"skr-a": [NS]},
             )
-            ca = pki.create_ca("kcp-ca-e2e")
             async with backend.start(["skr-a"]) as env:
-                inst = InClusterSkrInstallation(
-                    env["skr-a"],
-                    runtime_id="runtime-a",
-                    skr_domain="skr-a.kyma.example.com",
-                    ca=ca,
-                    ca_bundle_pem=ca.cert_pem,
-                    kcp_addr=KCP_ADDR,
-                    image=IMAGE,
-                    available_timeout=30,
-                    poll_seconds=0.1,
-                )
+                inst = installation(env["skr-a"])
                 async with env["skr-a"].api_client() as api:
-                    kubelet = asyncio.create_task(play_kubelet(api))
-                    await inst.install()
-                    await kubelet
+                    await install_as_if_scheduled(inst, api)
                     await inst.apply_watchers([parse_watcher(klm_watcher_dict())])
                     assert await get(api, VWCS, "skr-webhook") is not None
                     assert await get(api, DEPLOYMENTS, NAME, NS) is not None

@@ -14,6 +14,7 @@ Modules, in the order a run uses them:
 from harness.report.builder import ReportBuilder, ScenarioBuilder
 from harness.report.errors import ReportError, ReportFormatError
 from harness.report.model import (
+    Attachment,
     Branch,
     ExpectationResult,
     MachineInfo,
@@ -29,6 +30,7 @@ from harness.report.model import (
 from harness.report.writer import WrittenReports, write_reports
 
 __all__ = [
+    "Attachment",
     "Branch",
     "ExpectationResult",
     "MachineInfo",

@@ -8,9 +8,10 @@ timeline entries, latencies, processes and metrics as they happen, and ``finish(
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from harness.report.model import (
+    Attachment,
     Branch,
     ExpectationResult,
     MachineInfo,
@@ -66,6 +67,8 @@ class ScenarioBuilder:
         actual: str,
         passed: bool,
         duration: float = 0.0,
+        details: str = "",
+        attachments: Sequence[Attachment] = (),
     ) -> ExpectationResult:
         """Record a checked expectation; its id numbers it within ``step`` from 1."""
         index = self._per_step.get(step, 0) + 1
@@ -78,6 +81,8 @@ class ScenarioBuilder:
             actual=actual,
             passed=passed,
             duration=duration,
+            details=details,
+            attachments=tuple(attachments),
         )
         self.expectations.append(result)
         return result

@@ -120,6 +120,26 @@ class StepReport:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A named piece of text kept with a result (an object's YAML, a cluster's events)."""
+
+    name: str
+    text: str
+    truncated: bool = False  # the full text is in the scenario's log directory
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "text": self.text, "truncated": self.truncated}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Attachment:
+        return cls(
+            name=_get(d, "name", str),
+            text=_get(d, "text", str),
+            truncated=_get(d, "truncated", bool, False),
+        )
+
+
+@dataclass(frozen=True)
 class ExpectationResult:
     """One checked expectation, with what was expected and what was observed."""
 
@@ -130,6 +150,14 @@ class ExpectationResult:
     actual: str
     passed: bool
     duration: float = 0.0  # seconds spent checking (polling until a deadline)
+    details: str = ""
+    """Multi-line text shown preformatted under the verdict: for ``assert``/``error`` the
+    diff of the relevant subtree (expected vs actual), for ``script`` its output (truncated)."""
+    attachments: tuple[Attachment, ...] = ()
+    """Collected material, e.g. the selected objects' YAML of a failed ``assert``."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "attachments", tuple(self.attachments))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,6 +168,8 @@ class ExpectationResult:
             "actual": self.actual,
             "passed": self.passed,
             "duration": self.duration,
+            "details": self.details,
+            "attachments": [a.to_dict() for a in self.attachments],
         }
 
     @classmethod
@@ -152,6 +182,10 @@ class ExpectationResult:
             actual=_get(d, "actual", str),
             passed=_get(d, "passed", bool),
             duration=_get(d, "duration", float, 0.0),
+            details=_get(d, "details", str, ""),
+            attachments=tuple(
+                Attachment.from_dict(a) for a in _get(d, "attachments", list, [])
+            ),
         )
 
 

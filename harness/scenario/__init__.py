@@ -20,6 +20,7 @@ from harness.scenario.kymas import Kyma, default_kymas
 from harness.scenario.loader import (
     dump_scenario,
     load_scenario,
+    load_scenario_instances,
     load_scenarios,
     loads_scenario,
     scenario_files,
@@ -112,6 +113,7 @@ __all__ = [
     "format_duration",
     "instance_names",
     "load_scenario",
+    "load_scenario_instances",
     "load_scenarios",
     "loads_scenario",
     "parse_duration",

@@ -49,6 +49,12 @@ def load_scenario(path: str | Path) -> Scenario:
     return loads_scenario(text, source=str(path), base_dir=path.parent)
 
 
+def load_scenario_instances(path: str | Path) -> list[Scenario]:
+    """One scenario file → its instances: one per ``matrix`` combination (a file without
+    ``matrix`` has exactly one). :class:`InvalidScenario` lists every problem."""
+    return [load_scenario(path)]
+
+
 def load_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
     """Every scenario in ``paths`` (files or directories); one :class:`InvalidScenario`
     lists the problems of all files, and scenario names used by more than one file."""
@@ -56,7 +62,7 @@ def load_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
     errors: list[ScenarioError] = []
     for file in scenario_files(paths):
         try:
-            scenarios.append(load_scenario(file))
+            scenarios.extend(load_scenario_instances(file))
         except InvalidScenario as exc:
             errors.extend(exc.errors)
     errors.extend(duplicate_names(scenarios))

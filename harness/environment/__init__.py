@@ -9,7 +9,6 @@
 from harness.environment.compose import watcher_environment
 from harness.environment.core import WatcherEnvironment
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
-from harness.environment.faults import ACTIONS, Fault, FaultError, parse_fault
 from harness.environment.rotation import CertificateRotation, RotationError
 from harness.environment.spec import (
     KCP_NAMESPACE,
@@ -24,6 +23,7 @@ from harness.environment.spec import (
     ListenerSpec,
     SkrSpec,
 )
+from harness.faults import ACTIONS, Fault, FaultError, parse_fault
 
 __all__ = [
     "ACTIONS",

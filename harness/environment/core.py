@@ -4,7 +4,7 @@ Observation: :attr:`WatcherEnvironment.log` (every accepted event, every fault) 
 :meth:`~WatcherEnvironment.metric` / :meth:`~WatcherEnvironment.rejections`. Change:
 :meth:`~WatcherEnvironment.apply_watcher` / :meth:`~WatcherEnvironment.delete_watcher`
 (return once the change is live) and :meth:`~WatcherEnvironment.fault` (see
-:mod:`harness.environment.faults`).
+:mod:`harness.faults`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
-from harness.environment.faults import Fault, FaultError, parse_fault
 from harness.environment.inject import inject
 from harness.environment.rotation import CertificateRotation, RotationKind
 from harness.environment.spec import (
@@ -33,6 +32,7 @@ from harness.environment.spec import (
     Service,
     SkrSpec,
 )
+from harness.faults import Fault, FaultError, parse_fault
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
 from harness.kcp.lifecycle_manager import LifecycleManager
@@ -274,12 +274,18 @@ class WatcherEnvironment:
         }
 
     async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
-        """Inject one fault (see :mod:`harness.environment.faults`); returns once the target
-        is really down/up; recorded in :attr:`timeline`."""
-        checked: Fault = parse_fault(target, action, self._names())
+        """Inject one fault given as text (``"webhook/skr-a", "kill"``): parsed, then
+        :meth:`inject`."""
+        return await self.inject(parse_fault(target, action, params=params))
+
+    async def inject(self, fault: Fault) -> FaultRecord:
+        """Inject one fault (see :mod:`harness.faults`) after checking that the part it
+        names runs here; returns once the target is really down/up; recorded in
+        :attr:`timeline`."""
+        fault.check_names(self._names())
         at = time.time()
-        detail = await inject(self, checked, params)
-        record = FaultRecord(at, checked.target, action, time.time(), detail)
+        detail = await inject(self, fault)
+        record = FaultRecord(at, fault.target, fault.action, time.time(), detail)
         self.log.timeline.append(record)
         return record
 

@@ -1,4 +1,4 @@
-"""Carrying out a checked :class:`~harness.environment.faults.Fault` on a running environment.
+"""Carrying out a checked :class:`~harness.faults.Fault` on a running environment.
 
 Every action returns once its target is really down (process reaped, port closed) or up
 (ready probe passed, or Envoy confirmed the configuration); each part keeps its ports, so
@@ -9,14 +9,38 @@ for the timeline.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from harness.environment.faults import Fault, FaultError
-
-if TYPE_CHECKING:
-    from harness.environment.core import WatcherEnvironment
+from harness.clusters.plane import Environment as Clusters
+from harness.environment.rotation import CertificateRotation
+from harness.faults import Fault, FaultError
+from harness.kcp.gateway import EnvoyGateway
+from harness.kcp.listener_host import ListenerHost
+from harness.skr.fleet import SkrFleet
 
 Params = Mapping[str, Any]
+
+
+class FaultTargets(Protocol):
+    """The parts a fault can reach (a :class:`~harness.environment.WatcherEnvironment`
+    is one); a protocol so that this module does not import the environment back."""
+
+    clusters: Clusters
+    gateway: EnvoyGateway
+    fleet: SkrFleet
+    rotation: CertificateRotation
+    listeners: dict[str, ListenerHost]
+
+    async def set_kcp_fault(
+        self,
+        *,
+        delay: float = 0.0,
+        delay_percent: float = 100.0,
+        abort_percent: float = 0.0,
+        abort_status: int = 503,
+    ) -> None: ...
+
+    async def clear_kcp_fault(self) -> None: ...
 
 
 def _no_params(fault: Fault, params: Params, allowed: tuple[str, ...] = ()) -> None:
@@ -36,7 +60,8 @@ def _lifecycle(
         raise FaultError(f"{fault.target} cannot {fault.action}") from None
 
 
-async def inject(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
+async def inject(env: FaultTargets, fault: Fault) -> str:
+    params = fault.parameters
     if fault.kind == "gateway":
         _no_params(fault, params)
         gw = env.gateway
@@ -71,7 +96,7 @@ async def inject(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
     raise FaultError(f"no handler for fault target {fault.target!r}")  # parse_fault forbids
 
 
-async def _kcp(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
+async def _kcp(env: FaultTargets, fault: Fault, params: Params) -> str:
     if fault.action == "clear":
         _no_params(fault, params)
         await env.clear_kcp_fault()
@@ -89,7 +114,7 @@ async def _kcp(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
     return f"abort {status} on {percent:g}%"
 
 
-async def _certificates(env: WatcherEnvironment, fault: Fault, params: Params) -> str:
+async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
     rotation = env.rotation
     if fault.action == "rotate-leaf":
         _no_params(fault, params, ("skrs",))

@@ -23,6 +23,7 @@ import aiohttp
 from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
+from harness.faults import Fault
 from harness.kcp.reconciler import Reconcile
 from harness.kcp.workqueue import Trigger
 from harness.kube import Resource, create, create_or_replace, delete, merge_patch
@@ -162,7 +163,9 @@ class Session(Protocol):
 
     async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float: ...
 
-    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord: ...
+    async def fault(self, fault: Fault) -> FaultRecord:
+        """Carry out ``fault``; returns once the target is really down/up."""
+        ...
 
     async def set_kcp_fault(
         self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503
@@ -299,8 +302,8 @@ class LiveSession:
         trusted = mesh.ca.cert_pem if mesh is not None else self.env.rotation.bundle_pem
         return f"{host.listener.url}{path}", trusted
 
-    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
-        return await self.env.fault(target, action, **params)
+    async def fault(self, fault: Fault) -> FaultRecord:
+        return await self.env.inject(fault)
 
     async def set_kcp_fault(
         self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503

@@ -20,7 +20,15 @@ from harness.clusters.selection import BackendChoice, backend_name
 from harness.environment.spec import EnvironmentSpec, ListenerSpec, SkrSpec
 from harness.kcp.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
-from harness.scenario import FaultOp, ProcessFault, RotateFault, Scenario
+from harness.scenario import (
+    Certificate,
+    CertificateKind,
+    FaultOp,
+    ProcessFault,
+    RotateFault,
+    Scenario,
+)
+from harness.skr.certs import CertificateOverride
 
 
 def fault_ops(scenario: Scenario) -> Iterator[FaultOp]:
@@ -52,6 +60,24 @@ def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> Backe
     return choice
 
 
+def certificate_override(certificate: Certificate) -> CertificateOverride:
+    """The SKR installation's :class:`~harness.skr.certs.CertificateOverride` for a
+    scenario's ``certificate`` setting."""
+    match certificate.override:
+        case CertificateKind.NONE:
+            return CertificateOverride()
+        case CertificateKind.WRONG_SAN:
+            return CertificateOverride.wrong_san(certificate.skr_domain or "wrong.skr.invalid")
+        case CertificateKind.EXPIRED:
+            return CertificateOverride.expired()
+        case CertificateKind.NOT_YET_VALID:
+            return CertificateOverride.not_yet_valid()
+        case CertificateKind.FOREIGN_CA:
+            return CertificateOverride.foreign_ca()
+        case CertificateKind.EMPTY_CN:
+            return CertificateOverride.empty_cn()
+
+
 def environment_spec(
     scenario: Scenario,
     *,
@@ -66,7 +92,7 @@ def environment_spec(
             name=skr.name,
             runtime_id=skr.runtime_id,
             skr_domain=skr.skr_domain,
-            certificate=skr.certificate.to_override(),
+            certificate=certificate_override(skr.certificate),
             delivery_mode=skr.delivery_mode,
         )
         for skr in scenario.clusters.skrs

@@ -25,7 +25,7 @@ from harness.scenario.loader import (
     loads_scenario,
     scenario_files,
 )
-from harness.scenario.model import Scenario, Step
+from harness.scenario.model import Scenario
 from harness.scenario.names import InstanceNames, instance_names
 from harness.scenario.operations import (
     Apply,
@@ -52,6 +52,7 @@ from harness.scenario.operations import (
     WatcherOp,
 )
 from harness.scenario.settings import Requeue, Settings
+from harness.scenario.steps import Step
 from harness.scenario.values import ResourceRef, format_duration, parse_duration
 from harness.scenario.watchers import DefaultWatcher, Listener, Service, WatcherDef
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from harness.scenario.values import DnsLabel, Model
-
-if TYPE_CHECKING:
-    from harness.skr.certs import CertificateOverride
 
 KCP = "kcp"
 
@@ -45,24 +42,6 @@ class Certificate(Model):
         if self.skr_domain is not None and self.override is not CertificateKind.WRONG_SAN:
             raise ValueError("skrDomain is only used with override: wrong-san")
         return self
-
-    def to_override(self) -> CertificateOverride:
-        """The harness's :class:`~harness.skr.certs.CertificateOverride` for this setting."""
-        from harness.skr.certs import CertificateOverride
-
-        match self.override:
-            case CertificateKind.NONE:
-                return CertificateOverride()
-            case CertificateKind.WRONG_SAN:
-                return CertificateOverride.wrong_san(self.skr_domain or "wrong.skr.invalid")
-            case CertificateKind.EXPIRED:
-                return CertificateOverride.expired()
-            case CertificateKind.NOT_YET_VALID:
-                return CertificateOverride.not_yet_valid()
-            case CertificateKind.FOREIGN_CA:
-                return CertificateOverride.foreign_ca()
-            case CertificateKind.EMPTY_CN:
-                return CertificateOverride.empty_cn()
 
 
 class Skr(Model):

@@ -22,9 +22,10 @@ from pydantic_core import ErrorDetails
 
 from harness.scenario.errors import Location, ScenarioError
 from harness.scenario.expectations import METRIC_NAME_PATTERN, TARGET_PATTERN
-from harness.scenario.model import Scenario, Step
+from harness.scenario.model import Scenario
 from harness.scenario.operations import FAULT_TARGET_PATTERN, OPERATIONS
 from harness.scenario.references import Loc, ReferenceProblems
+from harness.scenario.steps import Step
 
 _NAMED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
     ("steps",): ("step", "name"),

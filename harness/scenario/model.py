@@ -7,36 +7,17 @@ that operations and expectations use refer to things the scenario declares
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from pydantic import Field, PrivateAttr, model_validator
 
 from harness.scenario.clusters import Backend, Clusters
 from harness.scenario.kymas import Kyma, default_kymas
-from harness.scenario.operations import Operation
+from harness.scenario.references import ReferenceProblems, check_references
 from harness.scenario.settings import Settings
-from harness.scenario.values import DnsLabel, Model, PositiveDuration, Text
+from harness.scenario.steps import Step
+from harness.scenario.values import DnsLabel, Model, PositiveDuration
 from harness.scenario.watchers import AnyWatcher, DefaultWatcher, Listener
 
-DEFAULT_STEP_TIMEOUT = 60.0
 DEFAULT_SCENARIO_TIMEOUT = 300.0
-
-
-class Step(Model):
-    """``try`` runs in order and stops at the first failure; then ``catch`` runs if it
-    failed; ``finally`` always runs. ``timeout`` bounds the whole step."""
-
-    name: Text
-    timeout: PositiveDuration = DEFAULT_STEP_TIMEOUT
-    try_: tuple[Operation, ...] = Field(alias="try", min_length=1)
-    catch: tuple[Operation, ...] = ()
-    finally_: tuple[Operation, ...] = Field(default=(), alias="finally")
-
-    def blocks(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
-        yield "try", self.try_
-        yield "catch", self.catch
-        yield "finally", self.finally_
 
 
 class Scenario(Model):
@@ -56,8 +37,6 @@ class Scenario(Model):
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
-        from harness.scenario.references import ReferenceProblems, check_references
-
         problems = check_references(self)
         if problems:
             raise ReferenceProblems(problems)

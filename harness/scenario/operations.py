@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
+from harness.faults import Fault, parse_fault
 from harness.scenario.expectations import Expect
 from harness.scenario.values import (
     RESOURCE_SCHEMA_EXTRA,
@@ -104,6 +105,16 @@ class ProcessFault(Model):
     action: Literal["stop", "start", "kill", "restart"]
     target: str = Field(pattern=FAULT_TARGET_PATTERN)
 
+    @model_validator(mode="after")
+    def _fits_target(self) -> ProcessFault:
+        self.fault  # noqa: B018 - raises FaultError (a ValueError) for e.g. "kill listener/x"
+        return self
+
+    @property
+    def fault(self) -> Fault:
+        """The typed fault the environment carries out."""
+        return parse_fault(self.target, self.action)
+
 
 class KcpFaultSpec(Model):
     """Envoy's fault-injection filter on every KCP route: ``delay`` each request,
@@ -139,6 +150,12 @@ class RotateFault(Model):
         """The ``certificates`` fault action: ``rotate-leaf``, ``rotate-ca``, ``drop-old-ca``."""
         return self.rotate if self.rotate == "drop-old-ca" else f"rotate-{self.rotate}"
 
+    @property
+    def fault(self) -> Fault:
+        """The typed fault the environment carries out."""
+        params = {"skrs": list(self.clusters)} if self.rotate == "leaf" and self.clusters else {}
+        return parse_fault("certificates", self.action, params=params)
+
 
 def _fault_tag(value: Any) -> str | None:
     if isinstance(value, dict):
@@ -152,7 +169,7 @@ def _fault_tag(value: Any) -> str | None:
     return tags.get(type(value))
 
 
-Fault = Annotated[
+AnyFault = Annotated[
     Annotated[ProcessFault, Tag("process")]
     | Annotated[KcpFault, Tag("kcp")]
     | Annotated[RotateFault, Tag("rotate")],
@@ -274,7 +291,7 @@ class ChurnOp(Model):
 
 
 class FaultOp(Model):
-    fault: Fault
+    fault: AnyFault
 
 
 class WaitOp(Model):

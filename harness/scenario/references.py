@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from harness.scenario.clusters import KCP
+from harness.scenario.clusters import KCP, Clusters
 from harness.scenario.expectations import Expect
+from harness.scenario.kymas import Kyma
 from harness.scenario.operations import (
     ApplyOp,
     ChurnOp,
@@ -25,10 +26,27 @@ from harness.scenario.operations import (
     RotateFault,
     WatcherOp,
 )
-from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE
+from harness.scenario.steps import Step
+from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE, AnyWatcher, Listener
 
-if TYPE_CHECKING:
-    from harness.scenario.model import Scenario
+
+class Declared(Protocol):
+    """What a scenario declares (a :class:`~harness.scenario.model.Scenario` is one); a
+    protocol so that the model can call this check without an import cycle."""
+
+    @property
+    def clusters(self) -> Clusters: ...
+    @property
+    def watchers(self) -> tuple[AnyWatcher, ...]: ...
+    @property
+    def listeners(self) -> tuple[Listener, ...]: ...
+    @property
+    def steps(self) -> tuple[Step, ...]: ...
+    @property
+    def kymas(self) -> tuple[Kyma, ...] | None: ...
+    @property
+    def effective_kymas(self) -> tuple[Kyma, ...]: ...
+
 
 Loc = tuple[str | int, ...]
 
@@ -71,7 +89,7 @@ def _duplicates(items: Iterable[tuple[Loc, str]], what: str) -> list[Problem]:
 
 
 class _Checker:
-    def __init__(self, s: Scenario) -> None:
+    def __init__(self, s: Declared) -> None:
         self.s = s
         self.problems: list[Problem] = []
         self.skrs = {skr.name: skr for skr in s.clusters.skrs}
@@ -305,6 +323,6 @@ class _Checker:
             self.cluster((*loc, "writes", "cluster"), e.writes.cluster, skr_only=True)
 
 
-def check_references(scenario: Scenario) -> list[Problem]:
+def check_references(scenario: Declared) -> list[Problem]:
     """Every dangling or duplicate name in ``scenario``, in document order."""
     return _Checker(scenario).run()

@@ -12,10 +12,10 @@ async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault) -> Non
     at = ctx.clock()
     target: str
     action: str
-    if isinstance(op, ProcessFault):
-        record = await ctx.session.fault(op.target, op.action)
-        target, action, detail = op.target, op.action, record.detail
-    elif isinstance(op, KcpFault):
+    if isinstance(op, ProcessFault | RotateFault):
+        record = await ctx.session.fault(op.fault)
+        target, action, detail = record.target, record.action, record.detail
+    else:
         target = "kcp"
         if op.kcp is None:
             await ctx.session.clear_kcp_fault()
@@ -31,8 +31,4 @@ async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault) -> Non
             detail = f"delay {spec.delay or 0:g} s, abort {spec.abort_percent:g}% with " + str(
                 spec.abort_status
             )
-    else:
-        params = {"skrs": list(op.clusters)} if op.rotate == "leaf" and op.clusters else {}
-        record = await ctx.session.fault("certificates", op.action, **params)
-        target, action, detail = "certificates", op.action, record.detail
     ctx.report.event(TimelineKind.FAULT, target, action, detail, at=at)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.environment.faults import ACTIONS, Fault, FaultError, parse_fault
+from harness.faults import ACTIONS, Fault, FaultError, parse_fault
 
 NAMES = {
     "webhook": frozenset({"skr-a", "skr-b"}),

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.churn.model import Mutation
 from harness.environment import EnvironmentSpec, FaultRecord, ObservedEvent
+from harness.faults import Fault
 from harness.kcp.reconciler import Outcome, Reconcile
 from harness.kcp.workqueue import Trigger
 from harness.kube import KubeError
@@ -75,10 +76,10 @@ class FakeSession:
         return [FakeRecord("fake-apiserver", 1, ("fake",), 0, Path("/nonexistent/fake.log"))]
 
     # -- changes -------------------------------------------------------------------
-    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
-        self.calls.append(f"fault {target} {action} {sorted(params.items())}")
+    async def fault(self, fault: Fault) -> FaultRecord:
+        self.calls.append(f"fault {fault.target} {fault.action} {sorted(fault.params)}")
         now = time.time()
-        return FaultRecord(now, target, action, now, "done")
+        return FaultRecord(now, fault.target, fault.action, now, "done")
 
     async def set_kcp_fault(
         self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503

@@ -116,11 +116,19 @@ CASES = {
         ],
     ),
     "unknown-listener-target": (
-        HEAD + "steps:\n  - name: x\n    try:\n      - fault: {action: kill, "
+        HEAD + "steps:\n  - name: x\n    try:\n      - fault: {action: stop, "
         "target: listener/klm}\n",
         [
             "s.yaml:9:39: step 'x', try[0].fault.target: unknown listener 'klm'; listeners: "
             "lifecycle-manager"
+        ],
+    ),
+    "listener-cannot-be-killed": (
+        HEAD + "steps:\n  - name: x\n    try:\n      - fault: {action: kill, "
+        "target: listener/lifecycle-manager}\n",
+        [
+            "s.yaml:9:16: step 'x', try[0].fault: unknown action 'kill' for "
+            "'listener/lifecycle-manager'; use one of: stop, start, restart"
         ],
     ),
     "unknown-webhook-target": (

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.kcp.reconciler import RequeueIntervals
+from harness.runner.spec import certificate_override
 from harness.scenario import (
     KCP,
     CertificateKind,
@@ -120,7 +121,7 @@ def test_certificate_override(kind: str, expected: CertificateOverride) -> None:
     text = MINIMAL.replace(
         "{name: skr-a}", f"{{name: skr-a, certificate: {{override: {kind}{domain}}}}}"
     )
-    assert loads_scenario(text).clusters.skrs[0].certificate.to_override() == expected
+    assert certificate_override(loads_scenario(text).clusters.skrs[0].certificate) == expected
 
 
 def test_certificate_override_with_dates_and_ca() -> None:
@@ -128,7 +129,9 @@ def test_certificate_override_with_dates_and_ca() -> None:
         text = MINIMAL.replace(
             "{name: skr-a}", f"{{name: skr-a, certificate: {{override: {kind}}}}}"
         )
-        assert not loads_scenario(text).clusters.skrs[0].certificate.to_override().is_default
+        assert not certificate_override(
+            loads_scenario(text).clusters.skrs[0].certificate
+        ).is_default
 
 
 def test_models_are_frozen() -> None:

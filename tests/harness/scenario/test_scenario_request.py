@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.runner.spec import certificate_override
 from harness.scenario import InvalidScenario, Request, RequestOp, loads_scenario
 from harness.scenario.expectations import MetricExpectation, gateway_stat_name
 
@@ -170,7 +171,7 @@ def test_empty_cn_skr_certificate() -> None:
         "    - name: skr-b\n", "    - {name: skr-b, certificate: {override: empty-cn}}\n"
     )
     scenario = loads_scenario(text + "steps:\n  - name: s\n    try:\n      - wait: 1s\n")
-    override = scenario.clusters.skrs[1].certificate.to_override()
+    override = certificate_override(scenario.clusters.skrs[1].certificate)
     assert override.common_name == "" and not override.is_default
 
 

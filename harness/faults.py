@@ -1,7 +1,11 @@
-"""Fault targets and actions: one entry point from a scenario's ``fault`` step to the parts.
+"""Fault targets and actions: the typed vocabulary a scenario's ``fault`` step and the
+environment share.
 
-``parse_fault`` (pure) checks a ``(target, action)`` pair against :data:`ACTIONS` and says
-what is allowed when it is not. Targets:
+Pure. The scenario model turns a ``fault`` step into a :class:`Fault` when the file is
+loaded (so a bad target is a located error), the runner hands that value to the session,
+and the environment carries it out (:mod:`harness.environment.inject`) after checking the
+names against what runs. ``parse_fault`` checks a ``(target, action)`` pair against
+:data:`ACTIONS` and says what is allowed when it is not. Targets:
 
 * ``gateway`` — stop / start / kill / restart the Envoy gateway (same ports);
 * ``webhook/<skr>`` — stop / start / kill / restart that SKR's webhook process;
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from harness.errors import HarnessError
 
@@ -38,19 +43,38 @@ class FaultError(HarnessError, ValueError):
 
 @dataclass(frozen=True)
 class Fault:
-    """A checked fault: what kind of part, which one (``""`` for singletons), and what to do."""
+    """A checked fault: what kind of part, which one (``""`` for singletons), what to do,
+    and the action's parameters (``skrs`` for ``rotate-leaf``; ``delay_ms``, ``percent``,
+    ``status`` for ``kcp``) as sorted pairs, so the value stays hashable."""
 
     kind: str
     name: str
     action: str
+    params: tuple[tuple[str, Any], ...] = ()
 
     @property
     def target(self) -> str:
         return f"{self.kind}/{self.name}" if self.name else self.kind
 
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def check_names(self, names: Mapping[str, frozenset[str]]) -> None:
+        """Raise :class:`FaultError` unless the named part is one of ``names[kind]``."""
+        known = names.get(self.kind)
+        if known is not None and self.name not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            raise FaultError(
+                f"no {self.kind} named {self.name!r} in this environment (have: {listed})"
+            )
+
 
 def parse_fault(
-    target: str, action: str, names: Mapping[str, frozenset[str]] | None = None
+    target: str,
+    action: str,
+    names: Mapping[str, frozenset[str]] | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Fault:
     """``("webhook/skr-a", "kill")`` → ``Fault("webhook", "skr-a", "kill")``.
 
@@ -71,8 +95,6 @@ def parse_fault(
         raise FaultError(
             f"unknown action {action!r} for {target!r}; use one of: {', '.join(ACTIONS[kind])}"
         )
-    known = (names or {}).get(kind)
-    if known is not None and name not in known:
-        listed = ", ".join(sorted(known)) or "none"
-        raise FaultError(f"no {kind} named {name!r} in this environment (have: {listed})")
-    return Fault(kind, name, action)
+    fault = Fault(kind, name, action, tuple(sorted((params or {}).items())))
+    fault.check_names(names or {})
+    return fault

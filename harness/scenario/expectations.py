@@ -85,10 +85,12 @@ class Truth(Model):
 
 
 class ReconcileExpectation(_Counted):
-    """Reconciles of a KCP Kyma (``name`` or ``namespace/name``) by the Lifecycle Manager."""
+    """Reconciles of a KCP Kyma (``name`` or ``namespace/name``) by the Lifecycle Manager,
+    optionally only those with one ``trigger`` and/or one ``outcome``."""
 
     kyma: Text
     trigger: Literal["startup", "requeue-timer", "watch-event"] | None = None
+    outcome: Literal["success", "busy", "warning", "error"] | None = None
 
 
 class RejectionExpectation(_Counted):

@@ -39,7 +39,7 @@ from harness.environment.spec import SKR_KYMA_LABELS, WATCHED_BY_LABEL
 from harness.expect.checks import percentile
 from harness.expect.match import MatchResult, ReceivedEvent, match_events
 from harness.kube import Resource, request
-from harness.runner.evaluate import received
+from harness.runner.observe import received
 from harness.runner.session import LiveSession
 from harness.soak.external import ExternalListener, ListenerTls
 from harness.soak.model import (
@@ -196,7 +196,7 @@ def _pid_of(inst: Any) -> Any:
 
 
 def all_received(env: WatcherEnvironment, ext: ExternalListener, since: float) -> list[Any]:
-    events: list[ReceivedEvent] = [*received(env.events), *ext.collect()]
+    events: list[ReceivedEvent] = [*(received(e) for e in env.events), *ext.collect()]
     return [e for e in events if e.received_at >= since]
 
 

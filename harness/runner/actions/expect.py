@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from harness.runner import evaluate
+from harness.expect.check import Check
+from harness.expect.churned import churns_for_truth
+from harness.expect.judge import judge
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed
-from harness.runner.evaluate import Check
+from harness.runner.observe import churn_seen, observe
 from harness.scenario import Expect
 
 POLL_INTERVAL = 0.1
@@ -26,20 +28,8 @@ GRACE = 0.5
 
 
 async def evaluate_all(ctx: RunContext, expect: Expect, since: float) -> list[Check]:
-    checks = [evaluate.events(ctx, e, since) for e in expect.events]
-    if expect.truth is not None:
-        checks.append(evaluate.truth(ctx, expect.truth))
-    checks += [evaluate.reconciles(ctx, r, since) for r in expect.reconciles]
-    checks += [
-        evaluate.rejections(ctx, r, ctx.baselines.get((r.listener, r.reason), 0.0))
-        for r in expect.rejections
-    ]
-    checks += [await evaluate.metric(ctx, m) for m in expect.metrics]
-    if expect.latency is not None:
-        checks.append(evaluate.latency(ctx, expect.latency, since))
-    if expect.writes is not None:
-        checks.append(evaluate.writes(ctx, expect.writes, since))
-    return checks
+    """One snapshot, every entry judged."""
+    return judge(expect, await observe(ctx, expect, since))
 
 
 async def wait_for_churns(ctx: RunContext) -> None:
@@ -95,8 +85,10 @@ async def run(ctx: RunContext, expect: Expect) -> None:
         samples = next((c.latencies for c in checks if c.kind == "latency"), ())
     ctx.report.latencies(s * 1000 for s in samples)
     if expect.truth is not None:
-        for churn in evaluate.churns_for_truth(ctx):
-            churn.verified = True
+        seen = [churn_seen(c) for c in ctx.churns]
+        covered = churns_for_truth(seen)
+        for churn, snapshot in zip(ctx.churns, seen, strict=True):
+            churn.verified = churn.verified or any(snapshot is c for c in covered)
     ctx.open_window()
     if failures:
         raise ExpectationFailed(failures)

@@ -1,0 +1,74 @@
+"""Gathering one :class:`~harness.expect.observations.Observations` snapshot for an
+``expect``: the session's events, reconciles and rejection counters, the metric samples
+the expectation names (fetched now), and the run's churns and writes so far."""
+
+from __future__ import annotations
+
+from harness.environment import ObservedEvent
+from harness.expect.match import ReceivedEvent
+from harness.expect.observations import (
+    ChurnSeen,
+    MetricKey,
+    Observations,
+    ReconcileSeen,
+    WriteSeen,
+    metric_key,
+)
+from harness.runner.context import ChurnRecord, RunContext
+from harness.scenario import Expect
+from watcher.model import GroupVersionKind
+
+
+def received(event: ObservedEvent) -> ReceivedEvent:
+    return ReceivedEvent(
+        event.manager,
+        event.runtime_id,
+        event.namespace,
+        event.name,
+        GroupVersionKind(event.group, event.version, event.kind),
+        event.received_at,
+    )
+
+
+def churn_seen(churn: ChurnRecord) -> ChurnSeen:
+    return ChurnSeen(
+        spec=churn.spec,
+        started_at=churn.started_at,
+        executed=tuple(churn.executed),
+        ended_at=churn.ended_at,
+        verified=churn.verified,
+        admissions_before=dict(churn.admissions_before),
+        admissions_after=dict(churn.admissions_after),
+    )
+
+
+async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations:
+    """What ``expect`` needs, as of now, for the window that opened at ``since``."""
+    session = ctx.session
+    metrics: dict[MetricKey, float] = {}
+    for m in expect.metrics:
+        metrics[metric_key(m.target, m.name, m.labels)] = await session.metric(
+            m.target, m.name, m.labels
+        )
+    rejections = {
+        (r.listener, r.reason): session.rejections(r.listener, r.reason)
+        - ctx.baselines.get((r.listener, r.reason), 0.0)
+        for r in expect.rejections
+    }
+    return Observations(
+        since=since,
+        now=ctx.clock(),
+        events=tuple(received(e) for e in session.events),
+        reconciles=tuple(
+            ReconcileSeen(r.kyma, frozenset(t.value for t in r.triggers), r.outcome.value, r.at)
+            for r in session.reconciles(None, None, since)
+        ),
+        rejections=rejections,
+        metrics=metrics,
+        churns=tuple(churn_seen(c) for c in ctx.churns),
+        writes=tuple(WriteSeen(w.cluster, w.namespace, w.name, w.sent_at) for w in ctx.writes),
+        rules=ctx.rules(),
+        runtime_ids=ctx.runtime_ids,
+        webhook_managers=ctx.webhook_managers(),
+        settle=ctx.settle,
+    )

@@ -165,6 +165,19 @@ async def request(
     return cast(Obj, result or {})
 
 
+async def discover(api: ApiClient, api_version: str, kind: str) -> Resource:
+    """The resource serving ``kind`` in ``api_version``, from the API server's discovery
+    document (plural and scope as the server says, not guessed)."""
+    group, _, version = api_version.rpartition("/")
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    answer = await request(api, "GET", path)
+    for entry in answer.get("resources") or []:
+        if entry.get("kind") == kind and "/" not in str(entry.get("name", "")):
+            return Resource(group, version, str(entry["name"]), kind, bool(entry.get("namespaced")))
+    served = sorted({str(e.get("kind")) for e in answer.get("resources") or []})
+    raise NotFound(f"{api_version} has no kind {kind!r}; it serves: {', '.join(served)}")
+
+
 async def get(
     api: ApiClient, resource: Resource, name: str, namespace: str | None = None
 ) -> Obj | None:

@@ -64,6 +64,7 @@ def rejections(r: RejectionExpectation, obs: Observations) -> Check:
 
 def metric(m: MetricExpectation, obs: Observations) -> Check:
     """One sample compared with ``op``; a series that does not exist reads 0."""
-    value = obs.metrics.get(metric_key(m.target, m.name, m.labels), 0.0)
-    verdict = check_metric(m.name, value, m.op, m.value, labels=m.labels)
+    value = obs.metrics.get(metric_key(m.target, m.name, m.labels, m.quantile), 0.0)
+    name = m.name if m.quantile is None else f"{m.name} quantile {m.quantile:g}"
+    verdict = check_metric(name, value, m.op, m.value, labels=m.labels)
     return Check("metrics", f"{m.target} {verdict.expected}", verdict)

@@ -20,12 +20,14 @@ from harness.churn.plan import ChurnSpec
 from harness.churn.truth import Rule
 from harness.expect.match import ReceivedEvent
 
-MetricKey = tuple[str, str, tuple[tuple[str, str], ...]]
-"""(target, sample name, sorted labels): one metric sample an expectation reads."""
+MetricKey = tuple[str, str, tuple[tuple[str, str], ...], float | None]
+"""(target, sample name, sorted labels, quantile): one value an expectation reads."""
 
 
-def metric_key(target: str, name: str, labels: Mapping[str, str]) -> MetricKey:
-    return (target, name, tuple(sorted(labels.items())))
+def metric_key(
+    target: str, name: str, labels: Mapping[str, str], quantile: float | None = None
+) -> MetricKey:
+    return (target, name, tuple(sorted(labels.items())), quantile)
 
 
 @dataclass(frozen=True)
@@ -95,3 +97,16 @@ class Observations:
     """Webhook name → manager, for every Watcher the scenario had at any time."""
     settle: float = 0.0
     """Seconds a Watcher change took to go live, plus a margin (ground-truth uncertainty)."""
+
+
+@dataclass(frozen=True)
+class ScriptResult:
+    """How one ``script`` command ended: its exit code (``None``: killed at its timeout or
+    could not start, ``error`` says which), output and duration."""
+
+    command: str
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    duration: float = 0.0
+    error: str | None = None

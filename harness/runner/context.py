@@ -80,6 +80,9 @@ class RunContext:
     step: str = ""
     baselines: dict[tuple[str, str], float] = field(default_factory=dict)
     """(listener, reason) → rejections counted when the window opened."""
+    log_dir: Path | None = None
+    """Where the scenario's logs go (full ``script`` output); ``None``: not kept."""
+    _outputs: int = 0
 
     def __post_init__(self) -> None:
         for w in self.scenario.watchers:
@@ -116,6 +119,15 @@ class RunContext:
         return None
 
     # -- recording ------------------------------------------------------------------
+
+    def log_output(self, title: str, text: str) -> Path | None:
+        """Keep a command's whole output in the log directory (the report truncates)."""
+        if self.log_dir is None:
+            return None
+        self._outputs += 1
+        path = self.log_dir / f"output-{self._outputs:03d}-{self.step or 'setup'}.log"
+        path.write_text(f"{title}\n{text}", encoding="utf-8")
+        return path
 
     def watcher_changed(
         self, name: str, namespace: str, new: Watcher | None, started: float, done: float

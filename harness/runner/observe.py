@@ -4,6 +4,8 @@ the expectation names (fetched now), and the run's churns and writes so far."""
 
 from __future__ import annotations
 
+import asyncio
+
 from harness.environment import ObservedEvent
 from harness.expect.match import ReceivedEvent
 from harness.expect.observations import (
@@ -14,6 +16,7 @@ from harness.expect.observations import (
     WriteSeen,
     metric_key,
 )
+from harness.expect.prom import Sample, histogram_quantile, parse_samples, sample_sum
 from harness.runner.context import ChurnRecord, RunContext
 from harness.scenario import Expect
 from watcher.model import GroupVersionKind
@@ -46,9 +49,21 @@ async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations
     """What ``expect`` needs, as of now, for the window that opened at ``since``."""
     session = ctx.session
     metrics: dict[MetricKey, float] = {}
+    apiservers: dict[str, list[Sample]] = {}
     for m in expect.metrics:
-        metrics[metric_key(m.target, m.name, m.labels)] = await session.metric(
-            m.target, m.name, m.labels
+        key = metric_key(m.target, m.name, m.labels, m.quantile)
+        kind, _, cluster = m.target.partition("/")
+        if kind != "apiserver":
+            metrics[key] = await session.metric(m.target, m.name, m.labels)
+            continue
+        if cluster not in apiservers:
+            text = await session.apiserver_metrics(cluster)
+            apiservers[cluster] = await asyncio.to_thread(parse_samples, text or "")
+        samples = apiservers[cluster]
+        metrics[key] = (
+            histogram_quantile(samples, m.name, m.labels, m.quantile)
+            if m.quantile is not None
+            else sample_sum(samples, m.name, m.labels)
         )
     rejections = {
         (r.listener, r.reason): session.rejections(r.listener, r.reason)

@@ -110,7 +110,9 @@ async def run_scenario(
     base_dir = Path(scenario.source).parent if scenario.source else Path(".")
     try:
         async with options.open_session(spec) as session:
-            ctx = RunContext(scenario, session, report, base_dir=base_dir, clock=time.time)
+            ctx = RunContext(
+                scenario, session, report, base_dir=base_dir, clock=time.time, log_dir=log_dir
+            )
             try:
                 async with asyncio.timeout(scenario.timeout) as scope:
                     await setup_kymas(session, scenario)

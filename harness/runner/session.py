@@ -23,12 +23,23 @@ import aiohttp
 from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
+from harness.expect.observations import ObjectsSeen
 from harness.faults import Fault
 from harness.kcp.reconciler import Reconcile
 from harness.kcp.workqueue import Trigger
-from harness.kube import Resource, create, create_or_replace, delete, merge_patch
+from harness.kube import (
+    KubeError,
+    Resource,
+    create,
+    create_or_replace,
+    delete,
+    discover,
+    get,
+    list_objects,
+    merge_patch,
+)
 from harness.report.model import ProcessRecordLike
-from harness.scenario import KCP, ResourceRef
+from harness.scenario import KCP, ResourceRef, Selection
 from harness.scenario.expectations import gateway_stat_name
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
@@ -206,6 +217,24 @@ class Session(Protocol):
         (``None`` if unreadable, e.g. the API server is down)."""
         ...
 
+    async def apiserver_metrics(self, cluster: str) -> str | None:
+        """``cluster``'s kube-apiserver /metrics text (``None`` if unreadable)."""
+        ...
+
+    async def select(self, selection: Selection, cluster: str) -> ObjectsSeen:
+        """The objects ``selection`` picks on ``cluster`` right now (an unreachable cluster
+        or unknown kind is an ``error``, not an exception: an ``assert`` keeps polling)."""
+        ...
+
+    def kubeconfig(self, cluster: str) -> Path:
+        """A kubeconfig file whose current context is ``cluster`` (for ``script``)."""
+        ...
+
+    def builtins(self) -> dict[str, Any]:
+        """The run's built-in binding values (``clusters.<name>.server``, ``gateway.url``,
+        ...; see :mod:`harness.scenario.bindings`)."""
+        ...
+
     async def request(
         self,
         cluster: str | None,
@@ -229,6 +258,7 @@ class LiveSession:
 
     def __init__(self, env: WatcherEnvironment) -> None:
         self.env = env
+        self._discovered: dict[tuple[str, str, str], Resource] = {}
 
     @property
     def events(self) -> Sequence[ObservedEvent]:
@@ -375,6 +405,10 @@ class LiveSession:
         return list(records)
 
     async def admission_counts(self, cluster: str) -> AdmissionCounts | None:
+        text = await self.apiserver_metrics(cluster)
+        return None if text is None else await asyncio.to_thread(webhook_calls, text)
+
+    async def apiserver_metrics(self, cluster: str) -> str | None:
         target = self.env.clusters.clusters.get(cluster)
         if target is None:
             return None
@@ -385,10 +419,68 @@ class LiveSession:
             ):
                 if response.status != 200:
                     return None
-                text = await response.text()
+                return await response.text()
         except (aiohttp.ClientError, OSError, TimeoutError):
             return None
-        return await asyncio.to_thread(webhook_calls, text)
+
+    async def resource(self, cluster: str, selection: Selection) -> Resource:
+        """The API resource ``selection`` names (discovery for ``apiVersion`` + ``kind``,
+        remembered per cluster)."""
+        if selection.resource is not None:
+            return resource_of_ref(selection.resource)
+        assert selection.api_version is not None and selection.kind is not None
+        key = (cluster, selection.api_version, selection.kind)
+        if key not in self._discovered:
+            self._discovered[key] = await discover(
+                self._api(cluster), selection.api_version, selection.kind
+            )
+        return self._discovered[key]
+
+    async def select(self, selection: Selection, cluster: str) -> ObjectsSeen:
+        try:
+            resource = await self.resource(cluster, selection)
+            namespace = selection.namespace or None
+            if selection.name:
+                found = await get(self._api(cluster), resource, selection.name, namespace)
+                objects = [found] if found is not None else []
+                if found is not None and selection.selector:
+                    labels = (found.get("metadata") or {}).get("labels") or {}
+                    if any(labels.get(k) != v for k, v in selection.selector.items()):
+                        objects = []
+            else:
+                selector = ",".join(f"{k}={v}" for k, v in (selection.selector or {}).items())
+                objects, _ = await list_objects(
+                    self._api(cluster), resource, namespace, label_selector=selector or None
+                )
+        except KubeError as exc:
+            return ObjectsSeen(cluster, error=str(exc))
+        return ObjectsSeen(cluster, tuple(objects))
+
+    def kubeconfig(self, cluster: str) -> Path:
+        path = self.env.workdir / "kubeconfigs" / f"{cluster}.yaml"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.env.clusters.clusters[cluster].kubeconfig_embedded)
+            path.chmod(0o600)
+        return path
+
+    def builtins(self) -> dict[str, Any]:
+        env = self.env
+        clusters = {
+            name: {
+                "name": name,
+                "server": cluster.server,
+                "kubeconfig": str(self.kubeconfig(name)),
+                "runtimeId": next((s.runtime_id for s in env.spec.skrs if s.name == name), ""),
+            }
+            for name, cluster in env.clusters.clusters.items()
+        }
+        listeners = {
+            component: {"port": host.port, "url": f"{host.listener.url}" if host.running else ""}
+            for component, host in env.listeners.items()
+        }
+        gateway = {"url": env.gateway.url, "port": env.gateway.port}
+        return {"clusters": clusters, "listeners": listeners, "gateway": gateway}
 
     async def metrics_snapshot(self) -> dict[str, float]:
         """Every SKR webhook's metrics, prefixed ``webhook/<skr>:``."""

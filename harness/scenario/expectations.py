@@ -19,7 +19,7 @@ METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 """A Prometheus metric name (``webhook/<skr>``, ``listener/<component>``)."""
 STAT_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:.-]*$"
 """An Envoy stat name (``gateway``): dotted, e.g. ``ssl.fail_verify_error``."""
-TARGET_PATTERN = r"^(gateway|(listener|webhook)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+TARGET_PATTERN = r"^(gateway|(listener|webhook|apiserver)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 
 
 class Count(Model):
@@ -102,8 +102,10 @@ class RejectionExpectation(_Counted):
 
 
 class MetricExpectation(Model):
-    """``target`` ``gateway`` | ``listener/<component>`` | ``webhook/<skr>``; the sample
-    ``name{labels}`` compared with ``value`` (0 if the series does not exist).
+    """``target`` ``gateway`` | ``listener/<component>`` | ``webhook/<skr>`` |
+    ``apiserver/<cluster>`` (the kube-apiserver's own /metrics: counters, gauges, histogram
+    ``_count``/``_sum``/``_bucket`` samples, summed over the label values not given); the
+    sample ``name{labels}`` compared with ``value`` (0 if the series does not exist).
 
     For ``gateway``, ``name`` is an Envoy stat (dots allowed, no labels): a full name, or a
     short one resolved against the gateway's listener (``ssl.*``, ``downstream_cx_*``) or
@@ -114,9 +116,13 @@ class MetricExpectation(Model):
     labels: Labels = Field(default_factory=dict)
     op: Literal["==", "!=", "<=", ">=", "<", ">"] = "=="
     value: float
+    quantile: float | None = Field(default=None, gt=0, lt=1)
+    """``apiserver/<cluster>`` only: ``name`` is a histogram; compare this quantile."""
 
     @model_validator(mode="after")
     def _name_fits_target(self) -> MetricExpectation:
+        if self.quantile is not None and not self.target.startswith("apiserver/"):
+            raise ValueError("quantile is for apiserver/<cluster> histograms")
         if self.target == "gateway":
             if self.labels:
                 raise ValueError("gateway stats have no labels")

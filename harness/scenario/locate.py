@@ -23,7 +23,11 @@ from pydantic_core import ErrorDetails
 from harness.scenario.errors import Location, ScenarioError
 from harness.scenario.expectations import METRIC_NAME_PATTERN, TARGET_PATTERN
 from harness.scenario.model import Scenario
-from harness.scenario.operations import FAULT_TARGET_PATTERN, OPERATIONS
+from harness.scenario.operations import (
+    FAULT_TARGET_PATTERN,
+    OPERATIONS,
+    SELECTION_CLUSTER_PATTERN,
+)
 from harness.scenario.references import Loc, ReferenceProblems
 from harness.scenario.steps import Step
 
@@ -185,7 +189,8 @@ def _short(value: Any) -> str:
 
 _PATTERNS = {
     FAULT_TARGET_PATTERN: "gateway, listener/<component>, webhook/<skr> or apiserver/<cluster>",
-    TARGET_PATTERN: "gateway, listener/<component> or webhook/<skr>",
+    TARGET_PATTERN: "gateway, listener/<component>, webhook/<skr> or apiserver/<cluster>",
+    SELECTION_CLUSTER_PATTERN: "a cluster name, or \"*\" for every SKR",
     METRIC_NAME_PATTERN: "a Prometheus metric name",
 }
 _EXPECTED = {

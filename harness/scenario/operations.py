@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from harness.faults import Fault, parse_fault
+from harness.matching.objects import check_expressions
+from harness.matching.output import regex_problem
 from harness.scenario.expectations import Expect
 from harness.scenario.values import (
     RESOURCE_SCHEMA_EXTRA,
@@ -271,6 +273,154 @@ class Request(Model):
         return self.cluster or self.certificate or "foreign"
 
 
+# Object checks and commands ----------------------------------------------------------------
+
+SELECTION_CLUSTER_PATTERN = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+EVERY_SKR = "*"
+"""``cluster: "*"`` selects on every SKR: an ``assert`` must hold on each."""
+
+
+class Selection(Model):
+    """Which objects: on ``cluster`` (a cluster name, or ``"*"`` for every SKR), of
+    ``resource`` (a shorthand or ``{group, version, resource}``) or ``apiVersion`` +
+    ``kind`` (looked up with the API server's discovery), in ``namespace`` (empty: every
+    namespace, or a cluster-scoped kind), by ``name`` and/or label ``selector``."""
+
+    cluster: str = Field(pattern=SELECTION_CLUSTER_PATTERN)
+    resource: Resource | None = Field(default=None, json_schema_extra=RESOURCE_SCHEMA_EXTRA)
+    api_version: str | None = None
+    kind: str | None = None
+    namespace: str = ""
+    name: str | None = None
+    selector: Labels | None = None
+
+    @model_validator(mode="after")
+    def _one_type(self) -> Selection:
+        typed = self.api_version is not None or self.kind is not None
+        if self.resource is not None and typed:
+            raise ValueError("give resource or apiVersion + kind, not both")
+        if self.resource is None and not (self.api_version and self.kind):
+            raise ValueError("select objects by resource, or by apiVersion and kind")
+        return self
+
+    def describe(self) -> str:
+        what = self.kind or (self.resource.resource if self.resource else "")
+        where = f"{self.namespace}/" if self.namespace else ""
+        which = self.name or ""
+        if self.selector:
+            which += "{" + ",".join(f"{k}={v}" for k, v in self.selector.items()) + "}"
+        cluster = "every SKR" if self.cluster == EVERY_SKR else self.cluster
+        return f"{what} {where}{which or '*'} on {cluster}"
+
+
+class Assert(Selection):
+    """``assert``: poll until a selected object matches ``match`` (a partial object tree:
+    maps as subsets, scalars equal, lists item by item; ``$anyOrder`` / ``$contains`` list
+    forms; ``(jmespath)`` keys compute a value) on the cluster — on each SKR for
+    ``cluster: "*"`` — or ``within`` ends. As ``error``: holds when no selected object
+    matches (also when none exists). ``match: {}`` only asks that one exists."""
+
+    match: dict[str, Any] = Field(default_factory=dict)
+    within: PositiveDuration = 10.0
+
+    @model_validator(mode="after")
+    def _expressions(self) -> Assert:
+
+        problems = check_expressions(self.match)
+        if problems:
+            path, problem = problems[0]
+            where = "match" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+            raise ValueError(f"{where}: {problem}")
+        return self
+
+
+class OutputCheck(Model):
+    """What a command's stdout or stderr must hold: each of ``contains``, none of
+    ``notContains``, a ``regex`` match (multi-line), and/or a ``json`` partial tree (the
+    output parsed as JSON, matched like ``assert``'s ``match``)."""
+
+    contains: tuple[str, ...] = ()
+    not_contains: tuple[str, ...] = ()
+    regex: str | None = None
+    json_: Any = Field(default=None, alias="json")
+
+    @model_validator(mode="after")
+    def _valid(self) -> OutputCheck:
+
+        if self.regex is not None and (problem := regex_problem(self.regex)) is not None:
+            raise ValueError(f"regex: {problem}")
+        problems = check_expressions(self.json_) if self.json_ is not None else []
+        if problems:
+            raise ValueError(f"json: {problems[0][1]}")
+        return self
+
+
+class ScriptExpect(Model):
+    exit_code: int = Field(default=0, ge=0, le=255)
+    stdout: OutputCheck | None = None
+    stderr: OutputCheck | None = None
+
+
+class Script(Model):
+    """Run ``command`` (an argv list, or a string for ``/bin/sh -c``) with ``env`` added to
+    the harness's environment plus ``KUBECONFIG_<CLUSTER>`` (e.g. ``KUBECONFIG_SKR_A``) per
+    cluster; killed after ``timeout``. ``expect``: the exit code (default 0) and checks on
+    stdout/stderr. The output goes into the report (truncated; full in the logs)."""
+
+    command: tuple[str, ...] | str
+    timeout: PositiveDuration = 30.0
+    env: dict[str, str] = Field(default_factory=dict)
+    expect: ScriptExpect = Field(default_factory=ScriptExpect)
+
+    @model_validator(mode="after")
+    def _command(self) -> Script:
+        empty = not self.command if isinstance(self.command, tuple) else not self.command.strip()
+        if empty:
+            raise ValueError("command must not be empty")
+        return self
+
+
+class Collect(Model):
+    """Put material into the report (usable in ``catch``/``finally``): the selected
+    objects' YAML (``resource`` or ``apiVersion`` + ``kind``, ``namespace``, ``name``,
+    ``selector``) and/or the cluster's Kubernetes ``events`` (of ``namespace``, or all)."""
+
+    cluster: str = Field(pattern=SELECTION_CLUSTER_PATTERN)
+    resource: Resource | None = Field(default=None, json_schema_extra=RESOURCE_SCHEMA_EXTRA)
+    api_version: str | None = None
+    kind: str | None = None
+    namespace: str = ""
+    name: str | None = None
+    selector: Labels | None = None
+    events: bool = False
+
+    @model_validator(mode="after")
+    def _something(self) -> Collect:
+        typed = self.api_version is not None or self.kind is not None
+        if self.resource is not None and typed:
+            raise ValueError("give resource or apiVersion + kind, not both")
+        if typed and not (self.api_version and self.kind):
+            raise ValueError("apiVersion and kind go together")
+        if self.resource is None and not typed and not self.events:
+            raise ValueError(
+                "collect needs objects (resource, or apiVersion + kind), events: true, or both"
+            )
+        return self
+
+    def selection(self) -> Selection | None:
+        if self.resource is None and self.kind is None:
+            return None
+        return Selection(
+            cluster=self.cluster,
+            resource=self.resource,
+            api_version=self.api_version,
+            kind=self.kind,
+            namespace=self.namespace,
+            name=self.name,
+            selector=self.selector,
+        )
+
+
 # One wrapper per operation key --------------------------------------------------------------
 
 
@@ -310,6 +460,22 @@ class RequestOp(Model):
     request: Request
 
 
+class AssertOp(Model):
+    assert_: Assert = Field(alias="assert")
+
+
+class ErrorOp(Model):
+    error: Assert
+
+
+class ScriptOp(Model):
+    script: Script
+
+
+class CollectOp(Model):
+    collect: Collect
+
+
 OPERATIONS: dict[str, type[Model]] = {
     "apply": ApplyOp,
     "patch": PatchOp,
@@ -320,6 +486,10 @@ OPERATIONS: dict[str, type[Model]] = {
     "expect": ExpectOp,
     "watcher": WatcherOp,
     "request": RequestOp,
+    "assert": AssertOp,
+    "error": ErrorOp,
+    "script": ScriptOp,
+    "collect": CollectOp,
 }
 
 
@@ -342,6 +512,10 @@ Operation = Annotated[
     | Annotated[WaitOp, Tag("wait")]
     | Annotated[ExpectOp, Tag("expect")]
     | Annotated[WatcherOp, Tag("watcher")]
-    | Annotated[RequestOp, Tag("request")],
+    | Annotated[RequestOp, Tag("request")]
+    | Annotated[AssertOp, Tag("assert")]
+    | Annotated[ErrorOp, Tag("error")]
+    | Annotated[ScriptOp, Tag("script")]
+    | Annotated[CollectOp, Tag("collect")],
     Discriminator(operation_key),
 ]

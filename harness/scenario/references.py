@@ -15,15 +15,21 @@ from harness.scenario.clusters import KCP, Clusters
 from harness.scenario.expectations import Expect
 from harness.scenario.kymas import Kyma
 from harness.scenario.operations import (
+    EVERY_SKR,
     ApplyOp,
+    Assert,
+    AssertOp,
     ChurnOp,
+    CollectOp,
     DeleteOp,
+    ErrorOp,
     ExpectOp,
     FaultOp,
     PatchOp,
     ProcessFault,
     RequestOp,
     RotateFault,
+    ScriptOp,
     WatcherOp,
 )
 from harness.scenario.steps import Step
@@ -104,7 +110,7 @@ class _Checker:
             if isinstance(op, WatcherOp) and op.watcher.apply is not None
         ]
         self.watcher_names = {w.name for w in s.watchers} | {w.name for w in applied}
-        self.managers = {w.manager for w in s.watchers} | {w.manager for w in applied}
+        self.managers = {w.manager_name for w in s.watchers} | {w.manager_name for w in applied}
         self.managers |= self.components
         self.kcp_kymas = {k.name for k in s.effective_kymas if k.cluster == KCP} | {
             k.key for k in s.effective_kymas if k.cluster == KCP
@@ -248,6 +254,26 @@ class _Checker:
                 self.target(here, op.request.to, allow_apiserver=False)
         elif isinstance(op, ExpectOp):
             self.expect((*loc, "expect", "expect"), op.expect, step_timeout, churned)
+        elif isinstance(op, AssertOp | ErrorOp | CollectOp):
+            key = "assert" if isinstance(op, AssertOp) else next(iter(type(op).model_fields))
+            spec = op.assert_ if isinstance(op, AssertOp) else getattr(op, key)
+            if spec.cluster != EVERY_SKR:
+                self.cluster((*loc, key, key, "cluster"), spec.cluster)
+            if isinstance(spec, Assert):
+                self.bounded((*loc, key, key, "within"), "within", spec.within, step_timeout)
+        elif isinstance(op, ScriptOp):
+            here = (*loc, "script", "script", "timeout")
+            self.bounded(here, "timeout", op.script.timeout, step_timeout)
+
+    def bounded(self, loc: Loc, what: str, seconds: float, step_timeout: float) -> None:
+        if seconds > step_timeout:
+            self.add(
+                Problem(
+                    loc,
+                    f"{what} {seconds:g}s exceeds the step timeout {step_timeout:g}s",
+                    f"raise the step's timeout or shorten {what}",
+                )
+            )
 
     def expect(self, loc: Loc, e: Expect, step_timeout: float, churned: bool) -> None:
         if e.within > step_timeout:
@@ -316,7 +342,7 @@ class _Checker:
                     )
                 )
         for k, m in enumerate(e.metrics):
-            self.target((*loc, "metrics", k, "target"), m.target, allow_apiserver=False)
+            self.target((*loc, "metrics", k, "target"), m.target, allow_apiserver=True)
         if e.latency is not None:
             self.manager((*loc, "latency", "manager"), e.latency.manager)
         if e.writes is not None and e.writes.cluster is not None:

@@ -19,7 +19,12 @@ from harness.scenario.values import (
     Resource,
 )
 from watcher.errors import InvalidWatcher
-from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict
+from watcher.render.watcher_cr import (
+    MANAGED_BY_LABEL,
+    klm_watcher_dict,
+    parse_watcher,
+    watcher_dict,
+)
 
 KCP_NAMESPACE = "kcp-system"
 KLM_COMPONENT = "lifecycle-manager"
@@ -59,6 +64,10 @@ class DefaultWatcher(Model):
         return KLM_COMPONENT
 
     @property
+    def manager_name(self) -> str:
+        return KLM_COMPONENT
+
+    @property
     def service(self) -> Service:
         return KLM_SERVICE
 
@@ -67,15 +76,25 @@ class DefaultWatcher(Model):
 
 
 class WatcherDef(Model):
-    """A full Watcher; rendered with :func:`watcher.render.watcher_cr.watcher_dict`."""
+    """A full Watcher; rendered with :func:`watcher.render.watcher_cr.watcher_dict`.
+
+    ``manager`` is ``spec.manager``; left out, the manager is the
+    ``operator.kyma-project.io/managed-by`` label of ``labels``, as upstream reads it."""
 
     name: DnsLabel
     namespace: DnsLabel = KCP_NAMESPACE
-    manager: DnsLabel
+    manager: DnsLabel | None = None
+    labels: Labels = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
     resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
     field: Literal["spec", "status"] = "spec"
     labels_to_watch: Labels = Field(default_factory=dict)
     service: Service
+
+    @property
+    def manager_name(self) -> str:
+        """The manager events go to: ``manager``, else the managed-by label."""
+        return self.manager or self.labels.get(MANAGED_BY_LABEL, "")
 
     @model_validator(mode="after")
     def _renderable(self) -> WatcherDef:
@@ -88,15 +107,19 @@ class WatcherDef(Model):
     def to_dict(self) -> dict[str, Any]:
         """The Watcher CR to apply in the KCP."""
         r = self.resource
-        return watcher_dict(
+        out = watcher_dict(
             self.name,
             namespace=self.namespace,
-            manager=self.manager,
+            manager=self.manager or "",
             resource=(r.group, r.version, r.resource),
             field=self.field,
             service=self.service.key,
             labels_to_watch=self.labels_to_watch,
+            labels=self.labels,
         )
+        if self.annotations:
+            out["metadata"]["annotations"] = dict(self.annotations)
+        return out
 
 
 def _watcher_tag(value: Any) -> str:

@@ -1,29 +1,36 @@
 """One module per operation verb (the YAML model's ``apply``, ``patch``, ``delete``,
-``churn``, ``fault``, ``wait``, ``expect``, ``watcher``, ``request``); :func:`run_operation`
-dispatches."""
+``churn``, ``fault``, ``wait``, ``expect``, ``watcher``, ``request``, ``assert``/``error``,
+``script``, ``collect``); :func:`run_operation` dispatches."""
 
 from __future__ import annotations
 
 from harness.runner.actions import (
     apply,
+    assertion,
     churn,
+    collect,
     delete,
     expect,
     fault,
     patch,
     request,
+    script,
     wait,
     watcher,
 )
 from harness.runner.context import RunContext
 from harness.scenario import (
     ApplyOp,
+    AssertOp,
     ChurnOp,
+    CollectOp,
     DeleteOp,
+    ErrorOp,
     ExpectOp,
     FaultOp,
     PatchOp,
     RequestOp,
+    ScriptOp,
     WaitOp,
     WatcherOp,
 )
@@ -50,6 +57,14 @@ async def run_operation(ctx: RunContext, op: object) -> None:
             await watcher.run(ctx, op.watcher)
         case RequestOp():
             await request.run(ctx, op.request)
+        case AssertOp():
+            await assertion.run(ctx, op.assert_)
+        case ErrorOp():
+            await assertion.run(ctx, op.error, negate=True)
+        case ScriptOp():
+            await script.run(ctx, op.script)
+        case CollectOp():
+            await collect.run(ctx, op.collect)
         case _:
             raise TypeError(f"not an operation: {op!r}")
 

@@ -18,6 +18,7 @@ import time
 from harness.expect.check import Check
 from harness.expect.churned import churns_for_truth
 from harness.expect.judge import judge
+from harness.report.model import Attachment
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed
 from harness.runner.observe import churn_seen, observe
@@ -60,6 +61,22 @@ async def poll(ctx: RunContext, expect: Expect, since: float) -> list[Check]:
         await asyncio.sleep(min(POLL_INTERVAL, max(0.0, deadline - now)))
 
 
+def record(ctx: RunContext, check: Check, duration: float) -> str | None:
+    """Put ``check`` into the report as one expectation; its failure line, if it failed."""
+    result = ctx.report.expectation(
+        step=ctx.step,
+        kind=check.kind,
+        description=check.description,
+        expected=check.verdict.expected,
+        actual=check.verdict.actual,
+        passed=check.ok,
+        duration=duration,
+        details=check.details,
+        attachments=[Attachment(name, text) for name, text in check.attachments],
+    )
+    return None if check.ok else f"{result.id}: {check.verdict.text}"
+
+
 async def run(ctx: RunContext, expect: Expect) -> None:
     if expect.truth is not None or expect.latency is not None or expect.writes is not None:
         await wait_for_churns(ctx)
@@ -67,19 +84,7 @@ async def run(ctx: RunContext, expect: Expect) -> None:
     started = time.monotonic()
     checks = await poll(ctx, expect, since)
     duration = time.monotonic() - started
-    failures = []
-    for check in checks:
-        result = ctx.report.expectation(
-            step=ctx.step,
-            kind=check.kind,
-            description=check.description,
-            expected=check.verdict.expected,
-            actual=check.verdict.actual,
-            passed=check.ok,
-            duration=duration,
-        )
-        if not check.ok:
-            failures.append(f"{result.id}: {check.verdict.text}")
+    failures = [f for check in checks if (f := record(ctx, check, duration)) is not None]
     samples = next((c.latencies for c in checks if c.kind == "truth"), None)
     if samples is None:
         samples = next((c.latencies for c in checks if c.kind == "latency"), ())

@@ -78,7 +78,7 @@ CASES = {
         HEAD + "steps:\n  - name: x\n    try:\n      - aply: {cluster: kcp}\n",
         [
             "s.yaml:9:9: step 'x', try[0]: unknown operation 'aply'; did you mean 'apply'? "
-            "(operations: apply, patch, delete, churn, fault, wait, expect, watcher, request)"
+            "(operations: apply, patch, delete, churn, fault, wait, expect, watcher, request, assert, error, script, collect)"
         ],
     ),
     "two-operations-in-one-item": (
@@ -86,7 +86,8 @@ CASES = {
         [
             "s.yaml:9:9: step 'x', try[0]: an operation is a mapping with exactly one key; got "
             "keys 'wait', 'expect'; one of apply, patch, delete, churn, fault, wait, expect, "
-            "watcher, request; put each operation in its own list item"
+            "watcher, request, assert, error, script, collect; put each operation in its own "
+            "list item"
         ],
     ),
     "unknown-nested-key": (

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.expect.objects import (
+from harness.matching.objects import (
     MISSING,
     ROOT,
     SPECIAL_KEYS,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.expect.objects import ExpressionError
-from harness.expect.output import (
+from harness.matching.objects import ExpressionError
+from harness.matching.output import (
     OutputResult,
     OutputSpec,
     check_output,

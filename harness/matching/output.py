@@ -2,7 +2,7 @@
 
 ``OutputSpec`` lists the checks (all must hold): substrings that must and must not occur,
 a regular expression (``re.search`` with ``MULTILINE``) and a partial JSON tree matched
-with the rules of ``harness.expect.objects``. The spec validates its regex and JSON tree
+with the rules of ``harness.matching.objects``. The spec validates its regex and JSON tree
 when built, so a bad scenario fails at load time, not after a slow run; ``regex_problem``
 and ``objects.check_expressions`` give the same answers without raising.
 """
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness.expect.objects import (
+from harness.matching.objects import (
     ExpressionError,
     check_expressions,
     diff,

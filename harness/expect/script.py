@@ -1,0 +1,75 @@
+"""Judging a ``script`` step: exit code, then stdout/stderr checks (contains, notContains,
+regex, JSON partial tree); the report shows the output, truncated."""
+
+from __future__ import annotations
+
+from harness.expect.check import Check
+from harness.expect.checks import Verdict
+from harness.expect.observations import ScriptResult
+from harness.matching.output import OutputSpec, check_output, truncate
+from harness.scenario import OutputCheck, Script
+
+OUTPUT_LIMIT = 4000
+"""Characters of each stream kept in the report (head and tail); the log has everything."""
+
+
+def _spec(check: OutputCheck) -> OutputSpec:
+    return OutputSpec(
+        contains=check.contains,
+        not_contains=check.not_contains,
+        regex=check.regex,
+        json=check.json_,
+    )
+
+
+def _expected(spec: Script) -> str:
+    parts = [f"exit {spec.expect.exit_code}"]
+    for stream, check in (("stdout", spec.expect.stdout), ("stderr", spec.expect.stderr)):
+        if check is None:
+            continue
+        if check.contains:
+            parts.append(f"{stream} contains {', '.join(map(repr, check.contains))}")
+        if check.not_contains:
+            parts.append(f"{stream} lacks {', '.join(map(repr, check.not_contains))}")
+        if check.regex is not None:
+            parts.append(f"{stream} matches /{check.regex}/")
+        if check.json_ is not None:
+            parts.append(f"{stream} is JSON matching the tree")
+    return "; ".join(parts)
+
+
+def output_details(result: ScriptResult) -> str:
+    """``$ command`` then both streams, each cut to :data:`OUTPUT_LIMIT` characters."""
+    lines = [f"$ {result.command}"]
+    for name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        if text:
+            shown, cut = truncate(text, OUTPUT_LIMIT)
+            lines.append(f"--- {name}{' (truncated; full text in the logs)' if cut else ''} ---")
+            lines.append(shown.rstrip("\n"))
+    return "\n".join(lines)
+
+
+def judge(spec: Script, result: ScriptResult) -> Check:
+    description = f"script {result.command}"
+    problems: list[str] = []
+    diffs: list[str] = []
+    if result.exit_code is None:
+        problems.append(result.error or "did not finish")
+    elif result.exit_code != spec.expect.exit_code:
+        problems.append(f"exit {result.exit_code}")
+    for stream, check, text in (
+        ("stdout", spec.expect.stdout, result.stdout),
+        ("stderr", spec.expect.stderr, result.stderr),
+    ):
+        if check is None:
+            continue
+        outcome = check_output(_spec(check), text)
+        problems += [f"{stream}: {p}" for p in outcome.problems]
+        if outcome.diff:
+            diffs.append(f"{stream}:\n{outcome.diff}")
+    expected = _expected(spec)
+    ok = not problems
+    actual = f"exit {result.exit_code} in {result.duration:.1f} s" if ok else "; ".join(problems)
+    details = "\n".join([*diffs, output_details(result)])
+    text = actual if ok else f"{description}: expected {expected}; got {actual}"
+    return Check("script", description, Verdict(ok, text, expected, actual), details=details)

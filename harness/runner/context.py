@@ -80,6 +80,8 @@ class RunContext:
     step: str = ""
     baselines: dict[tuple[str, str], float] = field(default_factory=dict)
     """(listener, reason) → rejections counted when the window opened."""
+    run_id: str = ""
+    """The run's id (the ``runId`` binding)."""
     log_dir: Path | None = None
     """Where the scenario's logs go (full ``script`` output); ``None``: not kept."""
     _outputs: int = 0

@@ -11,6 +11,7 @@ snapshot; after it is gone, the records of every process it ran (exit codes, log
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -53,6 +54,7 @@ class RunOptions:
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     open_session: OpenSession = live_session
     backend: BackendOverride | None = None
+    run_id: str = ""
 
 
 async def setup_kymas(session: Session, scenario: Scenario) -> None:
@@ -111,7 +113,13 @@ async def run_scenario(
     try:
         async with options.open_session(spec) as session:
             ctx = RunContext(
-                scenario, session, report, base_dir=base_dir, clock=time.time, log_dir=log_dir
+                scenario,
+                session,
+                report,
+                base_dir=base_dir,
+                clock=time.time,
+                log_dir=log_dir,
+                run_id=options.run_id or secrets.token_hex(4),
             )
             try:
                 async with asyncio.timeout(scenario.timeout) as scope:

@@ -14,17 +14,38 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ValidationError
+
 from harness.errors import HarnessError
 from harness.report.model import Branch, Status, TimelineKind
 from harness.runner.actions import describe, run_operation
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed
 from harness.scenario import Step
+from harness.scenario.bindings import bind_operation, has_references
 from harness.scenario.values import format_duration
 from watcher.errors import WatcherError
 
 OPERATION_ERRORS = (HarnessError, WatcherError, TimeoutError, OSError)
 """What an operation may raise to fail its step; anything else is a harness bug."""
+
+
+class BindingFailed(HarnessError):
+    """An operation was invalid once its run-time bindings were filled in."""
+
+
+def bound(ctx: RunContext, op: object) -> object:
+    """``op`` with the run's built-in bindings (``${{ clusters.kcp.server }}``, ...) filled
+    in; the values are asked of the session only when the operation uses one."""
+    if not isinstance(op, BaseModel) or not has_references(op):
+        return op
+    try:
+        return bind_operation(op, {**ctx.session.builtins(), "runId": ctx.run_id})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise BindingFailed(f"invalid once its bindings were filled in: {problems}") from None
 
 
 @dataclass(frozen=True)
@@ -42,7 +63,7 @@ async def run_block(
     try:
         async with asyncio.timeout(budget) as scope:
             for index, op in enumerate(ops):  # noqa: B007 - read after the loop
-                await run_operation(ctx, op)
+                await run_operation(ctx, bound(ctx, op))
     except OPERATION_ERRORS as exc:
         where = f"{branch.value}[{index}] {describe(ops[index])}" if index >= 0 else branch.value
         if isinstance(exc, TimeoutError) and scope.expired():

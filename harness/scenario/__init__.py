@@ -23,6 +23,7 @@ from harness.scenario.loader import (
     load_scenario_instances,
     load_scenarios,
     loads_scenario,
+    loads_scenario_instances,
     scenario_files,
 )
 from harness.scenario.model import Scenario
@@ -139,6 +140,7 @@ __all__ = [
     "load_scenario_instances",
     "load_scenarios",
     "loads_scenario",
+    "loads_scenario_instances",
     "parse_duration",
     "scenario_files",
 ]

@@ -73,9 +73,25 @@ class Skr(Model):
 
 
 class Clusters(Model):
-    """The KCP is implicit (cluster name ``kcp``); ``skrs`` lists at least one SKR."""
+    """The KCP is implicit (cluster name ``kcp``); ``skrs`` lists at least one SKR, or
+    says how many: ``skrs: {count: 3}`` is ``skr-1``, ``skr-2``, ``skr-3`` (``prefix``
+    changes ``skr``), e.g. ``count: ${{ matrix.skrs }}``."""
 
     skrs: tuple[Skr, ...] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counted(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("skrs"), dict):
+            spec = data["skrs"]
+            count, prefix = spec.get("count"), spec.get("prefix", "skr")
+            unknown = set(spec) - {"count", "prefix"}
+            if unknown:
+                raise ValueError(f"skrs as a mapping takes count and prefix, not {sorted(unknown)}")
+            if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 50:
+                raise ValueError("skrs.count must be a whole number from 1 to 50")
+            data = {**data, "skrs": [{"name": f"{prefix}-{i}"} for i in range(1, count + 1)]}
+        return data
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -14,6 +14,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harness.scenario.bindings import (
+    BindingProblem,
+    instance_name,
+    instances,
+    resolve_load_time,
+)
 from harness.scenario.errors import InvalidScenario, Location, ScenarioError
 from harness.scenario.locate import at, place, resolve, show, translate
 from harness.scenario.model import Scenario
@@ -39,20 +45,24 @@ def scenario_files(paths: Iterable[str | Path]) -> list[Path]:
 def load_scenario(path: str | Path) -> Scenario:
     """One scenario file → :class:`Scenario`; :class:`InvalidScenario` lists every problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InvalidScenario(
-            [ScenarioError(f"cannot read the file: {reason}", location=Location(str(path)))]
-        ) from None
-    return loads_scenario(text, source=str(path), base_dir=path.parent)
+    return loads_scenario(_read(path), source=str(path), base_dir=path.parent)
 
 
 def load_scenario_instances(path: str | Path) -> list[Scenario]:
     """One scenario file → its instances: one per ``matrix`` combination (a file without
     ``matrix`` has exactly one). :class:`InvalidScenario` lists every problem."""
-    return [load_scenario(path)]
+    path = Path(path)
+    return loads_scenario_instances(_read(path), source=str(path), base_dir=path.parent)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidScenario(
+            [ScenarioError(f"cannot read the file: {reason}", location=Location(str(path)))]
+        ) from None
 
 
 def load_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
@@ -94,8 +104,77 @@ def loads_scenario(
     text: str, *, source: str = "<string>", base_dir: Path | None = None
 ) -> Scenario:
     """Parse and validate scenario YAML. ``base_dir`` resolves ``apply.file`` (checked to
-    exist when given)."""
+    exist when given). A file with a ``matrix`` of several combinations is refused here:
+    :func:`loads_scenario_instances` gives them all."""
+    found = loads_scenario_instances(text, source=source, base_dir=base_dir)
+    if len(found) != 1:
+        names = ", ".join(s.name for s in found)
+        raise InvalidScenario(
+            [
+                ScenarioError(
+                    f"this matrix has {len(found)} instances ({names})",
+                    location=Location(source),
+                    hint="load it with load_scenario_instances",
+                )
+            ]
+        )
+    return found[0]
+
+
+def loads_scenario_instances(
+    text: str, *, source: str = "<string>", base_dir: Path | None = None
+) -> list[Scenario]:
+    """Parse, expand the ``matrix``, substitute bindings and validate every instance."""
     node, data = _parse(text, source)
+    if not isinstance(data, dict) or ("matrix" not in data and "bindings" not in data):
+        return [_validated(node, data, source, base_dir)]
+    combos, problems = instances(data.get("matrix"))
+    if problems:
+        raise InvalidScenario(_binding_errors(problems, node, data, source))
+    out = []
+    for combo in combos:
+        resolved, problems = resolve_load_time(data, combo.values)
+        if problems:
+            raise InvalidScenario(_binding_errors(problems, node, data, source))
+        if combo.suffix and isinstance(resolved.get("name"), str):
+            resolved["name"] = instance_name(resolved["name"], combo.suffix)
+        out.append(_validated(node, resolved, source, base_dir))
+    return out
+
+
+def _node_at(root: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
+    """The deepest node of the raw YAML along ``path``."""
+    node = root
+    for element in path:
+        if isinstance(node, yaml.MappingNode):
+            found = next((v for k, v in node.value if k.value == element), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(element, int):
+            found = node.value[element] if element < len(node.value) else None
+        else:
+            found = None
+        if found is None:
+            break
+        node = found
+    return node
+
+
+def _binding_errors(
+    problems: Sequence[BindingProblem], root: yaml.Node, data: Any, source: str
+) -> list[ScenarioError]:
+    seen: set[tuple[str, int, int]] = set()
+    out = []
+    for p in problems:
+        location = at(source, _node_at(root, p.path))
+        key = (p.message, location.line or 0, location.column or 0)
+        if key in seen:
+            continue  # one line per place, not per matrix instance
+        seen.add(key)
+        where = place(p.path, data)
+        out.append(ScenarioError(f"{where}: {p.message}", location=location, hint=p.hint))
+    return sorted(out, key=_position)
+
+
+def _validated(node: yaml.Node, data: Any, source: str, base_dir: Path | None) -> Scenario:
     errors = _duplicate_keys(node, source)
     if not isinstance(data, dict):
         raise InvalidScenario(

@@ -7,6 +7,8 @@ that operations and expectations use refer to things the scenario declares
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, PrivateAttr, model_validator
 
 from harness.scenario.clusters import Backend, Clusters
@@ -31,6 +33,11 @@ class Scenario(Model):
     listeners: tuple[Listener, ...] = ()
     kymas: tuple[Kyma, ...] | None = None
     settings: Settings = Field(default_factory=Settings)
+    matrix: dict[str, list[str | int | float | bool]] | None = None
+    """Each combination runs as its own instance (``<name>-<key>-<value>``), with its
+    values as ``${{ matrix.<key> }}`` (:mod:`harness.scenario.bindings`)."""
+    bindings: dict[str, Any] = Field(default_factory=dict)
+    """``${{ name }}`` values for every step (already substituted when loaded)."""
     steps: tuple[Step, ...] = Field(min_length=1)
 
     _source: str | None = PrivateAttr(default=None)

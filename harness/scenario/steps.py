@@ -22,6 +22,8 @@ class Step(Model):
     try_: tuple[Operation, ...] = Field(alias="try", min_length=1)
     catch: tuple[Operation, ...] = ()
     finally_: tuple[Operation, ...] = Field(default=(), alias="finally")
+    bindings: dict[str, Any] = Field(default_factory=dict)
+    """``${{ name }}`` values for this step, over the scenario's (substituted when loaded)."""
 
     def blocks(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
         yield "try", self.try_

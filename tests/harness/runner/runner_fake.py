@@ -15,11 +15,12 @@ from typing import Any
 
 from harness.churn.model import Mutation
 from harness.environment import EnvironmentSpec, FaultRecord, ObservedEvent
+from harness.expect.observations import ObjectsSeen
 from harness.faults import Fault
 from harness.kcp.reconciler import Outcome, Reconcile
 from harness.kcp.workqueue import Trigger
 from harness.kube import KubeError
-from harness.scenario import ResourceRef
+from harness.scenario import ResourceRef, Selection
 
 FAIL_NAME = "fail"
 """Writing an object with this name raises, as a refused API call would."""
@@ -47,6 +48,45 @@ class FakeSession:
     mutations: list[Mutation] = field(default_factory=list)
     admission_counter: Callable[[str], Mapping[str, float] | None] | None = None
     """Plays an SKR API server's webhook call counters (default: unreadable)."""
+    apiserver_text: dict[str, str] = field(default_factory=dict)
+    """Per cluster: the kube-apiserver's /metrics text."""
+    unreachable: set[str] = field(default_factory=set)
+    """Clusters whose API server cannot be asked (``select`` reports an error)."""
+    workdir: Path = field(default_factory=lambda: Path("/tmp"))
+
+    # -- objects, metrics text, kubeconfigs, bindings -------------------------------
+    async def apiserver_metrics(self, cluster: str) -> str | None:
+        return self.apiserver_text.get(cluster)
+
+    async def select(self, selection: Selection, cluster: str) -> ObjectsSeen:
+        if cluster in self.unreachable:
+            return ObjectsSeen(cluster, error=f"{cluster}: connection refused")
+        kind = selection.kind or (selection.resource.resource if selection.resource else "")
+        found = [
+            obj
+            for (c, k, ns, name), obj in sorted(self.objects.items())
+            if c == cluster
+            and kind in (k, k.lower() + "s")
+            and (not selection.namespace or ns == selection.namespace)
+            and (selection.name is None or name == selection.name)
+            and all(
+                (obj.get("metadata") or {}).get("labels", {}).get(key) == value
+                for key, value in (selection.selector or {}).items()
+            )
+        ]
+        return ObjectsSeen(cluster, tuple(found))
+
+    def kubeconfig(self, cluster: str) -> Path:
+        return self.workdir / f"{cluster}.kubeconfig"
+
+    def builtins(self) -> dict[str, Any]:
+        return {
+            "clusters": {
+                "kcp": {"name": "kcp", "server": "https://127.0.0.1:6443", "runtimeId": ""},
+                "skr-a": {"name": "skr-a", "server": "https://127.0.0.1:7443"},
+            },
+            "gateway": {"url": "https://127.0.0.1:8443", "port": 8443},
+        }
 
     # -- observation ---------------------------------------------------------------
     def reconciles(

@@ -10,6 +10,7 @@ any later block failed.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +41,12 @@ def bound(ctx: RunContext, op: object) -> object:
     if not isinstance(op, BaseModel) or not has_references(op):
         return op
     try:
-        return bind_operation(op, {**ctx.session.builtins(), "runId": ctx.run_id})
+        values = {
+            **ctx.session.builtins(),
+            "runId": ctx.run_id,
+            "harness": {"python": sys.executable},
+        }
+        return bind_operation(op, values)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()

@@ -9,7 +9,8 @@ Pure. Three kinds of names, resolved at two times:
   the value is written into the text.
 * **At run time** — the built-ins only a running environment knows: ``runId``,
   ``clusters.<cluster>.name|server|kubeconfig|runtimeId``, ``gateway.url|port``,
-  ``listeners.<component>.url|port``. They stay in the text until the operation runs
+  ``listeners.<component>.url|port``, ``harness.python`` (the harness's own interpreter,
+  with its libraries, for ``script`` helpers). They stay in the text until the operation runs
   (:func:`bind_operation`); their names are still checked at load time.
 
 An unknown name is a located validation error with a "did you mean" hint.
@@ -60,11 +61,13 @@ def builtin_problem(name: str, clusters: Sequence[str], components: Sequence[str
         return None
     if parts[0] == "gateway" and len(parts) == 2 and parts[1] in GATEWAY_FIELDS:
         return None
+    if parts == ["harness", "python"]:
+        return None
     return "unknown"
 
 
 def is_builtin(name: str) -> bool:
-    return name == "runId" or name.split(".")[0] in ("clusters", "listeners", "gateway")
+    return name == "runId" or name.split(".")[0] in ("clusters", "listeners", "gateway", "harness")
 
 
 def substitute(
@@ -214,6 +217,7 @@ def resolve_load_time(
     known = [*scope, "runId", *(f"clusters.{c}.{f}" for c in clusters for f in CLUSTER_FIELDS)]
     known += [f"listeners.{c}.{f}" for c in components for f in LISTENER_FIELDS]
     known += [f"gateway.{f}" for f in GATEWAY_FIELDS]
+    known.append("harness.python")
 
     def unknown_in(names: Sequence[str]) -> Callable[[str, Path], None]:
         def report(name: str, at: Path) -> None:

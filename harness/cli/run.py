@@ -3,8 +3,13 @@
 Validates every file first (an invalid file never starts a cluster: one located line per
 problem, exit 2), then runs the scenarios one after the other with a progress display
 (quiet when stdout is not a terminal), prints a summary table and where the reports are.
-Exit 0 only if every scenario passed, i.e. every expectation held; 1 otherwise.
-``--backend local|kubeconfig|kind`` (``--kubeconfig``, ``--context``) overrides
+Exit 0 only if every scenario passed (or was skipped), i.e. every expectation held; 1
+otherwise. ``--selector EXPR`` (repeatable, ANDed: ``tag=smoke``, ``tag!=slow``,
+``name=spec-*``, ``name!=...``) runs only the matching scenarios; one matching none exits
+2 with one line. ``--retries N`` runs a failed scenario (not a skipped one) again, from
+fresh clusters, up to N more times; one passing on a retry is *flaky*: exit 0, shown
+apart in the table and the reports, with the failed attempts. ``--backend
+local|kubeconfig|kind`` (``--kubeconfig``, ``--context``) overrides
 ``WATCHER_HARNESS_BACKEND`` and the files' ``backend``; a backend whose tools are missing
 (kind without the CLI or Docker) exits 3 with one line saying what to install.
 """
@@ -19,16 +24,25 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.scenarios import EXIT_INVALID, _load
-from harness.clusters.selection import BackendOverride, BackendSelectionError, choose_backend
+from harness.cli.scenarios import (
+    EXIT_INVALID,
+    add_selector_option,
+    nothing_selected,
+    parse_selector_args,
+    select,
+)
+from harness.clusters.selection import BackendOverride
 from harness.report import RunReport, ScenarioReport, Status
-from harness.runner.summary import failure_lines
+from harness.runner.backend import BackendProblem, check_backends
+from harness.runner.summary import failure_lines, problem_lines
 from harness.scenario import Scenario
+from harness.scenario.collection import collect_scenarios
 
 EXIT_FAILED = 1
 EXIT_UNAVAILABLE = 3
 _STYLE = {
     Status.PASSED: "green",
+    Status.FLAKY: "magenta",
     Status.FAILED: "red",
     Status.ERROR: "red bold",
     Status.SKIPPED: "yellow",
@@ -44,6 +58,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--keep-going", action="store_true", help="run the remaining scenarios after a failure"
+    )
+    add_selector_option(p)
+    p.add_argument(
+        "--retries",
+        type=_retries,
+        default=0,
+        metavar="N",
+        help="run a failed scenario again, from fresh clusters, up to N more times; passing "
+        "on a retry is reported as flaky (exit 0) (default: 0)",
     )
     p.add_argument(
         "--backend",
@@ -76,20 +99,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _backend_unavailable(scenarios: list[Scenario], override: BackendOverride) -> str | None:
-    """One line if a chosen backend's tools are missing (checked before anything starts)."""
+def _retries(text: str) -> int:
     try:
-        names = {choose_backend(s.backend.value, override=override).name for s in scenarios}
-    except BackendSelectionError as exc:
-        return str(exc)
-    if "kind" in names:
-        from harness.clusters.kind import KindUnavailable, SubprocessRunner, preflight
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of retries (0, 1, 2, ...)")
+    return value
 
-        try:
-            asyncio.run(preflight(SubprocessRunner()))
-        except KindUnavailable as exc:
-            return str(exc)
-    return None
+
+def _backend_unavailable(scenarios: list[Scenario], override: BackendOverride) -> str | None:
+    """The lines saying why the chosen backends cannot run here (an invalid choice, missing
+    tools), checked before anything starts; None if they can. A scenario the backend
+    cannot run is not one: the runner reports it skipped."""
+    checks = asyncio.run(check_backends(scenarios, override))
+    fatal = (BackendProblem.INVALID, BackendProblem.UNAVAILABLE)
+    reasons = [c.reason for c in checks if c.problem in fatal and c.reason]
+    return "\n".join(dict.fromkeys(reasons)) or None
 
 
 def summary_table(report: RunReport) -> Table:
@@ -100,18 +127,25 @@ def summary_table(report: RunReport) -> Table:
         style = _STYLE[s.status]
         table.add_row(
             s.name,
-            f"[{style}]{s.status.value}[/]",
+            f"[{style}]{s.status_text}[/]",
             f"{s.expectations_passed}/{len(s.expectations)}",
-            f"{s.duration:.1f} s",
+            f"{s.total_duration:.1f} s",
         )
     return table
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded, problems = _load(args.paths)
-    if problems:
-        for line in problems:
+    selectors = parse_selector_args("run", args.selector)
+    if selectors is None:
+        return EXIT_INVALID
+    collected = collect_scenarios(args.paths)
+    if not collected.ok:
+        for line in collected.problems:
             print(line, file=sys.stderr)
+        return EXIT_INVALID
+    loaded = select(collected.scenarios, selectors)
+    if not loaded:
+        print(nothing_selected("run", selectors, len(collected.scenarios)), file=sys.stderr)
         return EXIT_INVALID
     from harness.runner import run_all  # the environment is imported only to run
     from harness.runner.scenario import RunOptions
@@ -128,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     )
     missing = _backend_unavailable(scenarios, override)
     if missing is not None:
-        print(f"watcher-harness run: {missing}", file=sys.stderr)
+        for line in missing.splitlines():
+            print(f"watcher-harness run: {line}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     total = len(scenarios)
     status = console.status("starting") if not quiet else None
@@ -152,6 +187,22 @@ def run(args: argparse.Namespace) -> int:
         for line in failure_lines(result):
             console.print(f"    {line}", markup=False, highlight=False)
 
+    def on_retry(failed: ScenarioReport, attempt: int) -> None:
+        if status is not None:
+            status.update(
+                f"[{position}/{total}] running {failed.name} (attempt {attempt} of "
+                f"{args.retries + 1})"
+            )
+        if quiet:
+            return
+        console.print(
+            f"[yellow]retry  [/] {failed.name}: attempt {attempt - 1} {failed.status.value} "
+            f"({failed.duration:.1f} s); attempt {attempt} of {args.retries + 1} from fresh "
+            "clusters"
+        )
+        for line in problem_lines(failed):
+            console.print(f"    {line}", markup=False, highlight=False)
+
     coro = run_all(
         scenarios,
         report_dir=args.report_dir,
@@ -160,8 +211,10 @@ def run(args: argparse.Namespace) -> int:
         options=RunOptions(
             log_dir=args.report_dir / "logs" if args.report_dir else None, backend=override
         ),
+        retries=args.retries,
         on_start=on_start,
         on_done=on_done,
+        on_retry=on_retry,
     )
     if status is not None:
         with status:

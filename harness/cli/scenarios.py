@@ -2,17 +2,22 @@
 
 ``validate`` prints ``ok: <file>`` per valid file and one ``file:line:column: what; hint``
 line per problem (on stderr); exit 0 only if every file is valid, 2 otherwise.
-``list`` prints each scenario's name, tags and description.
+``list`` prints each scenario's name, tags and description; ``--selector EXPR``
+(repeatable, ANDed: ``tag=smoke``, ``tag!=slow``, ``name=spec-*``, ``name!=...``) lists
+only the matching ones, and a selection matching none exits 2 with one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from harness.scenario import InvalidScenario, Scenario, load_scenario, scenario_files
-from harness.scenario.loader import duplicate_names
+from harness.scenario import Scenario
+from harness.scenario.collection import collect_scenarios
+from harness.scenario.select import SYNTAX, InvalidSelector, Selector, describe, parse_selector
+from harness.scenario.select import selected as is_selected
 
 EXIT_INVALID = 2
 
@@ -25,43 +30,72 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_validate.set_defaults(func=validate)
     p_list = sub.add_parser("list", help="list scenarios: name, tags, description")
     p_list.add_argument("paths", nargs="*", default=["scenarios"], metavar="FILE|DIR")
+    add_selector_option(p_list)
     p_list.set_defaults(func=list_scenarios)
 
 
-def _load(paths: list[str]) -> tuple[list[tuple[Path, Scenario]], list[str]]:
-    """Valid scenarios with their files, and the problem lines."""
-    loaded: list[tuple[Path, Scenario]] = []
-    problems: list[str] = []
-    files = scenario_files(paths)
-    for path in paths:
-        if Path(path).is_dir() and not scenario_files([path]):
-            problems.append(f"{path}: no scenario files (*.yaml, *.yml) in this directory")
-    for file in files:
-        try:
-            loaded.append((file, load_scenario(file)))
-        except InvalidScenario as exc:
-            problems.extend(e.line() for e in exc.errors)
-    problems.extend(e.line() for e in duplicate_names([s for _, s in loaded]))
-    return loaded, problems
+def add_selector_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--selector",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help=f"only scenarios matching EXPR: {SYNTAX} (shell-style patterns: 'spec-*'); "
+        "repeat to require several",
+    )
+
+
+def parse_selector_args(command: str, texts: Sequence[str]) -> tuple[Selector, ...] | None:
+    """The ``--selector`` values parsed, or None after printing the one line saying what
+    is wrong."""
+    try:
+        return tuple(parse_selector(t) for t in texts)
+    except InvalidSelector as exc:
+        print(f"watcher-harness {command}: --selector: {exc}", file=sys.stderr)
+        return None
+
+
+def select(
+    loaded: Sequence[tuple[Path, Scenario]], selectors: Sequence[Selector]
+) -> list[tuple[Path, Scenario]]:
+    return [(file, s) for file, s in loaded if is_selected(s, selectors)]
+
+
+def nothing_selected(command: str, selectors: Sequence[Selector], total: int) -> str:
+    """The one line for a selection that matches none of ``total`` scenarios."""
+    plural = "" if total == 1 else "s"
+    return (
+        f"watcher-harness {command}: --selector {describe(selectors)} matches none of the "
+        f"{total} scenario{plural} given"
+    )
 
 
 def validate(args: argparse.Namespace) -> int:
-    loaded, problems = _load(args.paths)
-    for file, _ in loaded:
+    collected = collect_scenarios(args.paths)
+    for file in dict.fromkeys(file for file, _ in collected.scenarios):
         print(f"ok: {file}")
-    for line in problems:
+    for line in collected.problems:
         print(line, file=sys.stderr)
-    return EXIT_INVALID if problems else 0
+    return 0 if collected.ok else EXIT_INVALID
 
 
 def list_scenarios(args: argparse.Namespace) -> int:
-    loaded, problems = _load(args.paths)
-    if loaded:
-        width = max(len(s.name) for _, s in loaded)
-        for file, s in loaded:
+    selectors = parse_selector_args("list", args.selector)
+    if selectors is None:
+        return EXIT_INVALID
+    collected = collect_scenarios(args.paths)
+    shown = select(collected.scenarios, selectors)
+    if shown:
+        width = max(len(s.name) for _, s in shown)
+        for file, s in shown:
             tags = ",".join(s.tags) or "-"
             description = " ".join(s.description.split()) or "-"
             print(f"{s.name:{width}}  [{tags}]  {description}  ({file})")
-    for line in problems:
+    for line in collected.problems:
         print(line, file=sys.stderr)
-    return EXIT_INVALID if problems else 0
+    if not collected.ok:
+        return EXIT_INVALID
+    if collected.scenarios and not shown:
+        print(nothing_selected("list", selectors, len(collected.scenarios)), file=sys.stderr)
+        return EXIT_INVALID
+    return 0

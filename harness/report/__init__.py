@@ -15,6 +15,7 @@ from harness.report.builder import ReportBuilder, ScenarioBuilder
 from harness.report.errors import ReportError, ReportFormatError
 from harness.report.model import (
     Attachment,
+    AttemptReport,
     Branch,
     ExpectationResult,
     MachineInfo,
@@ -31,6 +32,7 @@ from harness.report.writer import WrittenReports, write_reports
 
 __all__ = [
     "Attachment",
+    "AttemptReport",
     "Branch",
     "ExpectationResult",
     "MachineInfo",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from harness.report.model import (
     Attachment,
+    AttemptReport,
     Branch,
     ExpectationResult,
     MachineInfo,
@@ -42,6 +43,7 @@ class ScenarioBuilder:
         self.processes: list[ProcessInfo] = []
         self.metrics: dict[str, float] = {}
         self._per_step: dict[str, int] = {}
+        self.attempts: list[AttemptReport] = []  # earlier attempts (see ReportBuilder.retry)
         self.report: ScenarioReport | None = None  # set by finish()
 
     def step(
@@ -127,9 +129,12 @@ class ScenarioBuilder:
         return Status.PASSED
 
     def finish(self, status: Status | None = None, *, error: str | None = None) -> ScenarioReport:
-        """Freeze the scenario; status defaults to error if ``error`` is given, else derived."""
+        """Freeze the scenario; status defaults to error if ``error`` is given, else derived.
+        Passed after earlier failed attempts is flaky."""
         if status is None:
             status = Status.ERROR if error is not None else self.derived_status()
+        if status is Status.PASSED and self.attempts:
+            status = Status.FLAKY
         self.report = ScenarioReport(
             name=self.name,
             file=self.file,
@@ -143,6 +148,7 @@ class ScenarioBuilder:
             latencies_ms=tuple(self.latencies_ms),
             processes=tuple(self.processes),
             metrics=dict(self.metrics),
+            attempts=tuple(self.attempts),
         )
         return self.report
 
@@ -172,6 +178,20 @@ class ReportBuilder:
             raise ValueError(f"scenario {name!r} is already in report {self.run_id!r}")
         builder = ScenarioBuilder(name, file, clock=self._clock)
         self._scenarios.append(builder)
+        return builder
+
+    def retry(self, previous: ScenarioBuilder) -> ScenarioBuilder:
+        """A fresh builder for running ``previous``'s scenario again; it takes
+        ``previous``'s place in the report and keeps its finished attempt (and the ones
+        before) as :class:`~.model.AttemptReport` s."""
+        if previous not in self._scenarios:
+            raise ValueError(f"scenario {previous.name!r} is not in report {self.run_id!r}")
+        if previous.report is None:
+            raise ValueError(f"scenario {previous.name!r}: finish an attempt before retrying")
+        builder = ScenarioBuilder(previous.name, previous.file, clock=self._clock)
+        number = len(previous.attempts) + 1
+        builder.attempts = [*previous.attempts, AttemptReport.of(number, previous.report)]
+        self._scenarios[self._scenarios.index(previous)] = builder
         return builder
 
     def build(self) -> RunReport:

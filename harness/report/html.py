@@ -4,7 +4,10 @@ No scripts and nothing fetched from the network: CSS is inline, histograms are `
 PNGs, collapsible parts are ``<details>``. Every value from the run goes through
 ``html.escape``. Order of the page: run header, summary table, then per scenario its
 expectations, latency histogram, steps, timeline (capped), metrics, processes and — when it
-did not pass — the tails of its process logs.
+did not pass — the tails of its process logs. A scenario run more than once
+(``--retries``) lists its earlier, failed attempts (status, error, failed steps and
+expectations, links to their logs); one that passed on a retry is *flaky*, with a badge and
+colour of its own and a "Flaky" card next to "Failures".
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from harness.report.model import RunReport, ScenarioReport, Status
+from harness.report.model import AttemptReport, RunReport, ScenarioReport, Status
 from harness.report.stats import LatencySummary
 
 TIMELINE_LIMIT = 2000
@@ -25,7 +28,8 @@ TIMELINE_LIMIT = 2000
 
 _CSS = """
 :root { --ok:#1b7f3b; --ok-bg:#e8f5e9; --bad:#b71c1c; --bad-bg:#fdecea; --err:#8a4b00;
-        --err-bg:#fff3e0; --skip:#555; --skip-bg:#eeeeee; --line:#dde1e6; --muted:#5f6b7a; }
+        --err-bg:#fff3e0; --skip:#555; --skip-bg:#eeeeee; --line:#dde1e6; --muted:#5f6b7a;
+        --flaky:#8e24aa; --flaky-bg:#f5e6fa; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:#1f2328;
        margin: 0; background:#f6f8fa; }
@@ -41,6 +45,7 @@ section.card { background:#fff; border:1px solid var(--line); border-radius:8px;
 section.card.failed, section.card.error { border-left: 5px solid var(--bad); }
 section.card.error { border-left-color: var(--err); }
 section.card.passed { border-left: 5px solid var(--ok); }
+section.card.flaky { border-left: 5px solid var(--flaky); }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align:left; padding: 5px 8px; border-bottom: 1px solid var(--line);
          vertical-align: top; }
@@ -56,6 +61,9 @@ tr.fail td { background: var(--bad-bg); }
 .badge.failed { color: var(--bad); background: var(--bad-bg); }
 .badge.error { color: var(--err); background: var(--err-bg); }
 .badge.skipped { color: var(--skip); background: var(--skip-bg); }
+.badge.flaky { color: var(--flaky); background: var(--flaky-bg); }
+.retry { color: var(--flaky); font-size: 12px; font-weight: 600; }
+.attempt { border-left: 3px solid var(--line); padding: 2px 0 2px 12px; margin: 8px 0; }
 .errorbox { background: var(--bad-bg); color: var(--bad); border-radius:6px; padding:8px 12px;
             white-space: pre-wrap; font-family: ui-monospace, Menlo, Consolas, monospace;
             font-size:12px; margin: 10px 0; }
@@ -101,6 +109,15 @@ def _badge(status: Status) -> str:
     return f'<span class="badge {_e(status.value)}">{_e(status.value)}</span>'
 
 
+def _retry_note(s: ScenarioReport) -> str:
+    """``passed on retry k`` (flaky) or ``n attempts`` (retried, still not passed)."""
+    if s.status is Status.FLAKY:
+        return f' <span class="retry">passed on retry {s.retry}</span>'
+    if s.attempts:
+        return f' <span class="retry">{s.retry + 1} attempts</span>'
+    return ""
+
+
 def _when(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -127,7 +144,7 @@ def _summary(report: RunReport) -> str:
         bar = f'<span class="bar"><i style="width:{width}%"></i></span>' if total else ""
         rows.append(
             f'<tr><td><a href="#{anchor(i)}">{_e(s.name)}</a></td>'
-            f"<td>{_badge(s.status)}</td>"
+            f"<td>{_badge(s.status)}{_retry_note(s)}</td>"
             f'<td class="num">{_e(_duration(s.duration))}</td>'
             f'<td class="num">{bar}{passed}/{total}</td>'
             f'<td class="mono">{_e(s.file)}</td></tr>'
@@ -159,6 +176,71 @@ def _failures(report: RunReport) -> str:
         f'<section class="card failed"><h2>Failures ({len(items)})</h2>'
         f'<ul class="failures">{"".join(items)}</ul></section>'
     )
+
+
+def attempt_problems(a: AttemptReport) -> list[str]:
+    """What went wrong in an earlier attempt, one line each."""
+    lines = [f"error: {a.error}"] if a.error else []
+    lines += [
+        f"{st.branch.value} {st.name}: {st.error or st.status.value}" for st in a.failed_steps
+    ]
+    lines += [f"{e.id}: expected {e.expected}, actual {e.actual}" for e in a.failed_expectations]
+    return lines
+
+
+def _headline(a: AttemptReport) -> str:
+    """The most telling problem of an attempt: a failed expectation, else its error."""
+    for e in a.failed_expectations:
+        return f"{e.id}: expected {e.expected}, actual {e.actual}"
+    return (attempt_problems(a) or [a.status.value])[0]
+
+
+def _flaky(report: RunReport) -> str:
+    items = []
+    for i, s in enumerate(report.scenarios):
+        if s.status is not Status.FLAKY:
+            continue
+        first = [f"attempt {a.number}: {_headline(a)}" for a in s.attempts]
+        items.append(
+            f'<li><a href="#{anchor(i)}">{_e(s.name)}</a> passed on retry {s.retry}; '
+            + "; ".join(_e(line) for line in first)
+            + "</li>"
+        )
+    if not items:
+        return ""
+    return (
+        f'<section class="card flaky"><h2>Flaky ({len(items)})</h2>'
+        f'<ul class="failures">{"".join(items)}</ul></section>'
+    )
+
+
+def _attempts(s: ScenarioReport) -> str:
+    if not s.attempts:
+        return ""
+    total = s.retry + 1
+    parts = []
+    for a in s.attempts:
+        problems = "".join(f"<li>{_e(line)}</li>" for line in attempt_problems(a))
+        logs = "".join(
+            f'<li><a href="{_e(_log_href(p.log_path))}">{_e(p.name)}</a> '
+            f'<span class="mono">{_e(p.log_path)}</span></li>'
+            for p in a.processes
+        )
+        parts.append(
+            f'<div class="attempt"><b>Attempt {a.number} of {total}</b> {_badge(a.status)} '
+            f'<span class="meta"><span>started {_e(_when(a.started_at))}</span>'
+            f"<span>{_e(_duration(a.duration))}</span></span>"
+            + (f'<ul class="failures mono">{problems}</ul>' if problems else "")
+            + (
+                f"<details><summary>Process logs ({len(a.processes)})</summary>"
+                f'<ul class="failures">{logs}</ul></details>'
+                if logs
+                else ""
+            )
+            + "</div>"
+        )
+    summary = f"Earlier attempts ({len(s.attempts)}); what follows is attempt {total}'s"
+    return f"<details open><summary>{_e(summary)}</summary>{''.join(parts)}</details>"
 
 
 def _expectations(s: ScenarioReport) -> str:
@@ -316,8 +398,9 @@ def _scenario(
     )
     parts = [
         f'<section class="card {_e(s.status.value)}" id="{anchor(i)}">',
-        f"<h2>{_e(s.name)} {_badge(s.status)}</h2>",
+        f"<h2>{_e(s.name)} {_badge(s.status)}{_retry_note(s)}</h2>",
         meta,
+        _attempts(s),
         error,
         _expectations(s),
         _latency(s, png),
@@ -365,6 +448,6 @@ def render_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(overall.value)} · watcher-harness run {_e(report.run_id)}</title>"
         f"<style>{_CSS}</style></head><body><main>"
-        f"{header}{_summary(report)}{_failures(report)}{scenarios}"
+        f"{header}{_summary(report)}{_failures(report)}{_flaky(report)}{scenarios}"
         "</main></body></html>\n"
     )

@@ -6,6 +6,15 @@ gets a ``<scenario>/error`` testcase with an ``<error>``; one that failed withou
 expectation (a step failed) gets ``<scenario>/steps`` with a ``<failure>``; a skipped one
 gets ``<scenario>/skipped``. Suites that did not pass carry the tails of their process
 logs in ``<system-out>``; the writer is given that text, it reads no files.
+
+Retried scenarios (``--retries``) follow Maven Surefire's rerun convention, which CI
+consumers read (Jenkins, the Surefire report parser): the testcases are the last attempt's,
+and each earlier attempt's failure of the same testcase is added to it — as
+``<flakyFailure>`` / ``<flakyError>`` when the testcase passed in the end (it still counts
+as passed), as ``<rerunFailure>`` / ``<rerunError>`` when it failed again — each with
+``message``, ``type`` and the failure text in ``<stackTrace>``. A testcase with flaky
+entries says so in its ``<system-out>``; the suite gets ``flakes="n"`` and the properties
+``status=flaky`` and ``attempts``.
 """
 
 from __future__ import annotations
@@ -13,15 +22,18 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.report.model import (
+    AttemptReport,
     ExpectationResult,
     ProcessInfo,
     RunReport,
     ScenarioReport,
     Status,
+    StepReport,
 )
 
 SUITES_NAME = "watcher-harness"
@@ -59,6 +71,77 @@ def process_logs_text(processes: tuple[ProcessInfo, ...], log_tails: Mapping[Pat
     return "\n\n".join(parts)
 
 
+def _step_failure(steps: tuple[StepReport, ...], error: str | None) -> tuple[str, str]:
+    """Message and text of a failure without a failed expectation: the failed steps."""
+    bad_steps = [st for st in steps if st.status in (Status.FAILED, Status.ERROR)]
+    lines = [f"{st.branch.value} {st.name}: {st.error or st.status.value}" for st in bad_steps]
+    message = error or (lines[0] if lines else "the scenario failed")
+    return message, "\n".join(lines) or message
+
+
+def _expectation_text(e: ExpectationResult) -> str:
+    return f"{e.description}\nexpected: {e.expected}\nactual:   {e.actual}"
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """How one testcase of an earlier attempt went wrong."""
+
+    error: bool  # an <error> (the scenario could not run), else a <failure>
+    message: str
+    type: str
+    text: str
+
+
+def attempt_problems(scenario: str, a: AttemptReport) -> dict[str, _Problem]:
+    """Testcase name → what went wrong in attempt ``a``, named as the testcases of a
+    scenario report that ended like ``a`` are (see the module doc)."""
+    out: dict[str, _Problem] = {}
+    if a.status is Status.ERROR:
+        message = a.error or "the scenario could not be run"
+        out[f"{scenario}/error"] = _Problem(True, message.splitlines()[0], "ScenarioError", message)
+    for e in a.failed_expectations:
+        out[e.id] = _Problem(False, failure_message(e), e.kind, _expectation_text(e))
+    if a.status is Status.FAILED and not out:
+        message, text = _step_failure(a.failed_steps, a.error)
+        out[f"{scenario}/steps"] = _Problem(False, message, "StepFailure", text)
+    return out
+
+
+def _add_attempts(
+    suite: ET.Element, s: ScenarioReport, cases: dict[str, tuple[ET.Element, bool]]
+) -> int:
+    """The earlier attempts' failures into the testcases (see the module doc); how many
+    testcases are flaky."""
+    total = s.retry + 1
+    flaky: dict[str, list[int]] = {}
+    for a in s.attempts:
+        for name, problem in attempt_problems(s.name, a).items():
+            if name not in cases:
+                cases[name] = (_testcase(suite, s, name, 0.0), False)
+            case, failed = cases[name]
+            prefix = "rerun" if failed else "flaky"
+            tag = prefix + ("Error" if problem.error else "Failure")
+            element = ET.SubElement(case, tag, message=clean(problem.message))
+            element.set("type", clean(problem.type))
+            header = f"attempt {a.number} of {total}: {a.status.value} ({a.duration:.1f} s)"
+            ET.SubElement(element, "stackTrace").text = clean(f"{header}\n{problem.text}")
+            if not failed:
+                flaky.setdefault(name, []).append(a.number)
+    for name, numbers in flaky.items():
+        case, _ = cases[name]
+        failed_on = ", ".join(str(n) for n in numbers)
+        outcome = (
+            f"passed on retry {s.retry}"
+            if s.status is Status.FLAKY
+            else f"passed in attempt {total}, the last"
+        )
+        ET.SubElement(case, "system-out").text = clean(
+            f"flaky: failed in attempt {failed_on} of {total}, {outcome}"
+        )
+    return len(flaky)
+
+
 def _testcase(parent: ET.Element, s: ScenarioReport, name: str, seconds: float) -> ET.Element:
     return ET.SubElement(
         parent,
@@ -75,9 +158,12 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="file", value=clean(s.file))
     ET.SubElement(props, "property", name="status", value=s.status.value)
+    if s.attempts:
+        ET.SubElement(props, "property", name="attempts", value=str(s.retry + 1))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     logs = clean(process_logs_text(s.processes, log_tails)) if not s.ok else ""
     first_bad: ET.Element | None = None
+    cases: dict[str, tuple[ET.Element, bool]] = {}  # name → (testcase, failed)
 
     if s.status is Status.ERROR:
         case = _testcase(suite, s, f"{s.name}/error", s.duration)
@@ -90,6 +176,7 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
         counts["tests"] += 1
         counts["errors"] += 1
         first_bad = case
+        cases[f"{s.name}/error"] = (case, True)
     elif s.status is Status.SKIPPED:
         case = _testcase(suite, s, f"{s.name}/skipped", 0.0)
         ET.SubElement(case, "skipped", message=clean(s.error or "skipped"))
@@ -99,10 +186,11 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
     for e in s.expectations:
         case = _testcase(suite, s, e.id, e.duration)
         counts["tests"] += 1
+        cases[e.id] = (case, not e.passed)
         if not e.passed:
             failure = ET.SubElement(case, "failure", message=clean(failure_message(e)))
             failure.set("type", clean(e.kind))
-            failure.text = clean(f"{e.description}\nexpected: {e.expected}\nactual:   {e.actual}")
+            failure.text = clean(_expectation_text(e))
             counts["failures"] += 1
             first_bad = first_bad if first_bad is not None else case
 
@@ -110,14 +198,20 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
         # Failed without a failed expectation: a step failed; say which.
         bad_steps = [st for st in s.steps if st.status in (Status.FAILED, Status.ERROR)]
         case = _testcase(suite, s, f"{s.name}/steps", sum(st.duration for st in bad_steps))
-        lines = [f"{st.branch.value} {st.name}: {st.error or st.status.value}" for st in bad_steps]
-        message = s.error or (lines[0] if lines else "the scenario failed")
+        message, text = _step_failure(s.steps, s.error)
         failure = ET.SubElement(case, "failure", message=clean(message))
         failure.set("type", "StepFailure")
-        failure.text = clean("\n".join(lines) or message)
+        failure.text = clean(text)
         counts["tests"] += 1
         counts["failures"] += 1
         first_bad = case
+        cases[f"{s.name}/steps"] = (case, True)
+
+    if s.attempts:
+        before = len(cases)
+        flakes = _add_attempts(suite, s, cases)
+        counts["tests"] += len(cases) - before
+        suite.set("flakes", str(flakes))
 
     if logs:
         if first_bad is not None:

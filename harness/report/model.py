@@ -21,7 +21,8 @@ from typing import Any, Protocol, TypeVar
 from harness.report.errors import ReportFormatError
 
 SCHEMA_VERSION = 1
-"""Version of the JSON form; bumped when a field changes meaning or is removed."""
+"""Version of the JSON form; bumped when a field changes meaning or is removed. Added fields
+(e.g. a scenario's ``attempts``) have defaults, so older reports still load."""
 
 
 class Status(StrEnum):
@@ -31,6 +32,7 @@ class Status(StrEnum):
     FAILED = "failed"
     ERROR = "error"  # the harness could not run it as written (setup failure, crash)
     SKIPPED = "skipped"
+    FLAKY = "flaky"  # scenarios only: an attempt failed, a later attempt (a retry) passed
 
 
 class Branch(StrEnum):
@@ -183,9 +185,7 @@ class ExpectationResult:
             passed=_get(d, "passed", bool),
             duration=_get(d, "duration", float, 0.0),
             details=_get(d, "details", str, ""),
-            attachments=tuple(
-                Attachment.from_dict(a) for a in _get(d, "attachments", list, [])
-            ),
+            attachments=tuple(Attachment.from_dict(a) for a in _get(d, "attachments", list, [])),
         )
 
 
@@ -279,6 +279,68 @@ class ProcessInfo:
 
 
 @dataclass(frozen=True)
+class AttemptReport:
+    """An earlier attempt of a scenario that did not pass and was run again (``--retries``):
+    what a person needs to see why it failed; its process logs stay at their paths."""
+
+    number: int  # 1 is the first attempt
+    status: Status
+    started_at: float
+    duration: float
+    error: str | None = None
+    failed_steps: tuple[StepReport, ...] = ()
+    failed_expectations: tuple[ExpectationResult, ...] = ()
+    processes: tuple[ProcessInfo, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("failed_steps", "failed_expectations", "processes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @classmethod
+    def of(cls, number: int, report: ScenarioReport) -> AttemptReport:
+        """Attempt ``number``, from the report that attempt finished with."""
+        return cls(
+            number=number,
+            status=report.status,
+            started_at=report.started_at,
+            duration=report.duration,
+            error=report.error,
+            failed_steps=tuple(
+                s for s in report.steps if s.status in (Status.FAILED, Status.ERROR)
+            ),
+            failed_expectations=tuple(e for e in report.expectations if not e.passed),
+            processes=report.processes,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "status": self.status.value,
+            "started_at": self.started_at,
+            "duration": self.duration,
+            "error": self.error,
+            "failed_steps": [s.to_dict() for s in self.failed_steps],
+            "failed_expectations": [e.to_dict() for e in self.failed_expectations],
+            "processes": [p.to_dict() for p in self.processes],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AttemptReport:
+        return cls(
+            number=_get(d, "number", int),
+            status=_enum(d, "status", Status),
+            started_at=_get(d, "started_at", float),
+            duration=_get(d, "duration", float),
+            error=_opt(d, "error", str),
+            failed_steps=tuple(StepReport.from_dict(s) for s in _get(d, "failed_steps", list, [])),
+            failed_expectations=tuple(
+                ExpectationResult.from_dict(e) for e in _get(d, "failed_expectations", list, [])
+            ),
+            processes=tuple(ProcessInfo.from_dict(p) for p in _get(d, "processes", list, [])),
+        )
+
+
+@dataclass(frozen=True)
 class ScenarioReport:
     """Everything about one scenario of a run."""
 
@@ -294,16 +356,45 @@ class ScenarioReport:
     latencies_ms: tuple[float, ...] = ()
     processes: tuple[ProcessInfo, ...] = ()
     metrics: Mapping[str, float] = field(default_factory=dict)  # sample name → value, at end
+    attempts: tuple[AttemptReport, ...] = ()
+    """Earlier attempts that did not pass (``--retries``), oldest first; everything else
+    in this report is the last attempt's. Passed after failed attempts: status flaky."""
 
     def __post_init__(self) -> None:
-        for name in ("steps", "expectations", "timeline", "latencies_ms", "processes"):
+        for name in (
+            "steps",
+            "expectations",
+            "timeline",
+            "latencies_ms",
+            "processes",
+            "attempts",
+        ):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "metrics", dict(self.metrics))
 
     @property
     def ok(self) -> bool:
-        """Passed or skipped: nothing for a person to look at."""
-        return self.status in (Status.PASSED, Status.SKIPPED)
+        """Passed, flaky (passed on a retry) or skipped: the run's exit code stays 0."""
+        return self.status in (Status.PASSED, Status.FLAKY, Status.SKIPPED)
+
+    @property
+    def retry(self) -> int:
+        """Which retry this report is (0: the first attempt); flaky: "passed on retry k"."""
+        return len(self.attempts)
+
+    @property
+    def total_duration(self) -> float:
+        """Seconds of every attempt together."""
+        return self.duration + sum(a.duration for a in self.attempts)
+
+    @property
+    def status_text(self) -> str:
+        """The status for people: ``flaky (passed on retry 1)``, ``failed (3 attempts)``."""
+        if self.status is Status.FLAKY:
+            return f"flaky (passed on retry {self.retry})"
+        if self.attempts:
+            return f"{self.status.value} ({self.retry + 1} attempts)"
+        return self.status.value
 
     @property
     def expectations_passed(self) -> int:
@@ -323,6 +414,7 @@ class ScenarioReport:
             "latencies_ms": list(self.latencies_ms),
             "processes": [p.to_dict() for p in self.processes],
             "metrics": dict(self.metrics),
+            "attempts": [a.to_dict() for a in self.attempts],
         }
 
     @classmethod
@@ -342,6 +434,7 @@ class ScenarioReport:
             latencies_ms=tuple(float(v) for v in _get(d, "latencies_ms", list, [])),
             processes=tuple(ProcessInfo.from_dict(p) for p in _get(d, "processes", list, [])),
             metrics={str(k): float(v) for k, v in _get(d, "metrics", dict, {}).items()},
+            attempts=tuple(AttemptReport.from_dict(a) for a in _get(d, "attempts", list, [])),
         )
 
 
@@ -364,7 +457,8 @@ class RunReport:
 
     @property
     def ok(self) -> bool:
-        """True when every scenario passed or was skipped: the run's exit code is 0."""
+        """True when every scenario passed (perhaps on a retry: flaky) or was skipped: the
+        run's exit code is 0."""
         return all(s.ok for s in self.scenarios)
 
     def count(self, status: Status) -> int:

@@ -1,17 +1,27 @@
 """Scenario files as pytest items: ``pytest -n auto -m e2e scenarios/``.
 
-``scenarios/conftest.py`` imports the hooks below. Each ``*.yaml`` / ``*.yml`` file is one
-item named after its scenario, marked ``e2e`` and given the scenario's timeout plus time
-for the environment; an invalid file is a collection error showing its located lines; a
-failed scenario shows its failed steps and expectations (expected vs actual), not a
-traceback. With ``--scenario-report-dir DIR`` every item writes its part of the report
-(process logs under ``DIR/logs``) and the controlling process (also under xdist) merges
-the parts into ``DIR/index.html`` and ``DIR/report.json`` at the end.
+``scenarios/conftest.py`` imports the hooks below. Each ``*.yaml`` / ``*.yml`` file gives
+one item per scenario instance (a file with a ``matrix`` several), named after the
+scenario, marked ``e2e`` and one marker per tag (``-`` → ``_``: ``-m "e2e and
+cert_rotation"``; registered, so ``--strict-markers`` passes) and given the scenario's
+timeout plus time for the environment; an invalid file is a collection error showing its
+located lines; a failed scenario shows its failed steps and expectations (expected vs
+actual), not a traceback. With ``--scenario-report-dir DIR`` every item writes its part of
+the report (process logs under ``DIR/logs``) and the controlling process (also under xdist)
+merges the parts into ``DIR/index.html`` and ``DIR/report.json`` at the end.
+
+``--scenario-selector EXPR`` (repeatable, ANDed; ``tag=smoke``, ``tag!=slow``,
+``name=spec-*``, ``name!=...``: :mod:`harness.scenario.select`) deselects the other
+scenarios, as ``watcher-harness run --selector`` does. ``--scenario-retries N`` runs a
+failed scenario again, from fresh clusters, up to N more times inside its item: one that
+then passes passes, is *flaky* in the report part, and the terminal summary says
+``FLAKY <scenario> passed on retry k``.
 
 ``--cluster-backend local|kubeconfig|kind`` (with ``--cluster-kubeconfig FILE[:FILE]`` and
 ``--cluster-contexts kcp=CTX,skr-a=CTX``) runs every file on that backend, over
 ``WATCHER_HARNESS_*`` and the files' own ``backend``. A scenario the backend cannot run
-(it stops API servers; kind without Docker) is skipped with the reason.
+(it stops API servers; kind without Docker) is skipped with the reason
+(:func:`harness.runner.backend.check_backend`).
 """
 
 from __future__ import annotations
@@ -24,20 +34,29 @@ from typing import Any
 
 import pytest
 
-from harness.clusters.selection import BackendOverride, BackendSelectionError, choose_backend
-from harness.report import ReportBuilder, RunReport, ScenarioReport, write_reports
+from harness.clusters.selection import BackendOverride
+from harness.report import ReportBuilder, RunReport, ScenarioReport, Status, write_reports
 from harness.report.writer import write_text_atomic
-from harness.runner.errors import BackendUnsupported
-from harness.runner.run import new_run_id
-from harness.runner.scenario import RunOptions, run_scenario
-from harness.runner.spec import scenario_backend
+from harness.runner.backend import check_backend
+from harness.runner.run import new_run_id, run_with_retries
+from harness.runner.scenario import RunOptions
 from harness.runner.summary import failure_lines
-from harness.scenario import InvalidScenario, Scenario, load_scenario
+from harness.scenario import InvalidScenario, Scenario, load_scenario_instances
+from harness.scenario.select import SYNTAX, InvalidSelector, Selector, parse_selector, selected
 
 ENVIRONMENT_MARGIN = 120.0
 """Seconds on top of a scenario's timeout for starting and stopping its environment."""
 PARTS = "parts"
 OPTION = "--scenario-report-dir"
+SELECTOR_OPTION = "--scenario-selector"
+RETRIES_OPTION = "--scenario-retries"
+E2E_MARKER = "e2e: needs real clusters (kube-apiserver, etcd) and Envoy"
+RESERVED_MARKERS = frozenset(
+    {"e2e", "filterwarnings", "parametrize", "skip", "skipif", "timeout", "usefixtures", "xfail"}
+)
+"""Markers with a meaning of their own: a tag named like one gets ``tag_<name>``."""
+FLAKY_PROPERTY = "flaky"
+"""The item's user property (also in pytest's JUnit XML) of a scenario that passed on a retry."""
 
 
 class ScenarioFailed(Exception):
@@ -54,6 +73,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="write the scenarios' HTML/JSON report (and process logs) into DIR",
+    )
+    parser.addoption(
+        SELECTOR_OPTION,
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help=f"run only the scenarios matching EXPR: {SYNTAX} (shell-style patterns); "
+        "repeat to require several",
+    )
+    parser.addoption(
+        RETRIES_OPTION,
+        type=int,
+        default=0,
+        metavar="N",
+        help="run a failed scenario again, from fresh clusters, up to N more times; passing "
+        "on a retry passes and is reported flaky (default: 0)",
     )
     parser.addoption(
         "--cluster-backend",
@@ -99,24 +134,17 @@ def backend_override(config: pytest.Config) -> BackendOverride:
     )
 
 
-def _skip_reason(scenario: Scenario, override: BackendOverride) -> str | None:
-    """Why this scenario cannot run on the chosen backend here (None: it can)."""
-    try:
-        choice = scenario_backend(
-            scenario, choose_backend(scenario.backend.value, override=override)
-        )
-    except BackendUnsupported as exc:
-        return str(exc)
-    except BackendSelectionError:
-        return None  # run_scenario reports it as an error
-    if choice.name == "kind":
-        from harness.clusters.kind import KindUnavailable, SubprocessRunner, preflight
+def tag_marker(tag: str) -> str:
+    """The pytest marker of a scenario tag: ``cert-rotation`` → ``cert_rotation``."""
+    name = tag.replace("-", "_")
+    return f"tag_{name}" if name in RESERVED_MARKERS else name
 
-        try:
-            asyncio.run(preflight(SubprocessRunner()))
-        except KindUnavailable as exc:
-            return str(exc)
-    return None
+
+def _register_marker(config: pytest.Config, name: str, line: str) -> None:
+    registered = config.stash.setdefault(_MARKERS, set())
+    if name not in registered:
+        registered.add(name)
+        config.addinivalue_line("markers", f"{name}: {line}")
 
 
 def _report_dir(config: pytest.Config) -> Path | None:
@@ -165,13 +193,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
-            scenario = load_scenario(self.path)
+            instances = load_scenario_instances(self.path)
         except InvalidScenario as exc:
             raise self.CollectError("\n".join(e.line() for e in exc.errors)) from None
-        item = ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
-        item.add_marker(pytest.mark.e2e)
-        item.add_marker(pytest.mark.timeout(scenario.timeout + ENVIRONMENT_MARGIN))
-        yield item
+        attempts = 1 + _retries(self.config)
+        for scenario in instances:
+            item = ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+            item.add_marker(pytest.mark.e2e)
+            for tag in scenario.tags:
+                name = tag_marker(tag)
+                _register_marker(self.config, name, f"scenarios tagged {tag}")
+                item.add_marker(getattr(pytest.mark, name))
+            seconds = (scenario.timeout + ENVIRONMENT_MARGIN) * attempts
+            item.add_marker(pytest.mark.timeout(seconds))
+            yield item
 
 
 class ScenarioItem(pytest.Item):
@@ -182,21 +217,24 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         directory = _report_dir(self.config)
         override = backend_override(self.config)
-        reason = _skip_reason(self.scenario, override)
-        if reason is not None:
-            pytest.skip(reason)
+        check = asyncio.run(check_backend(self.scenario, override))
+        if check.skip_reason is not None:
+            pytest.skip(check.skip_reason)
         run_id = self.config.stash.get(_RUN_ID, None) or new_run_id()
         builder = ReportBuilder(run_id)
         options = RunOptions(log_dir=directory / "logs" if directory else None, backend=override)
         report = asyncio.run(
-            run_scenario(
-                self.scenario, builder.scenario(self.scenario.name, str(self.path)), options
-            )
+            run_with_retries(self.scenario, builder, options, retries=_retries(self.config))
         )
         if directory is not None:
             write_text_atomic(
                 directory / PARTS / f"{self.scenario.name}.json", builder.build().to_json()
             )
+        if report.attempts:
+            self.user_properties.append(("attempts", report.retry + 1))
+            self.add_report_section("call", "scenario", "\n".join(failure_lines(report)))
+        if report.status is Status.FLAKY:
+            self.user_properties.append((FLAKY_PROPERTY, f"passed on retry {report.retry}"))
         if not report.ok:
             raise ScenarioFailed(report)
 
@@ -217,6 +255,67 @@ class ScenarioItem(pytest.Item):
 
 
 _RUN_ID = pytest.StashKey[str]()
+_SELECTORS = pytest.StashKey[tuple[Selector, ...]]()
+_RETRIES = pytest.StashKey[int]()
+_MARKERS = pytest.StashKey[set[str]]()
+HOOKS = "watcher-harness-scenarios"
+"""Name of the plugin object with the hooks ``scenarios/conftest.py`` need not import."""
+
+
+def _retries(config: pytest.Config) -> int:
+    return config.stash.get(_RETRIES, 0)
+
+
+def _flaky(report: pytest.TestReport | pytest.CollectReport) -> str | None:
+    """``passed on retry k`` for the passed call of a flaky scenario, else None."""
+    if not isinstance(report, pytest.TestReport) or report.when != "call" or not report.passed:
+        return None
+    value = dict(report.user_properties).get(FLAKY_PROPERTY)
+    return None if value is None else str(value)
+
+
+class ScenarioHooks:
+    """Selection, and what the terminal shows of flaky scenarios; registered by
+    :func:`pytest_configure`, so a conftest importing the module's hooks gets these too."""
+
+    def __init__(self) -> None:
+        self.flaky: list[str] = []
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        selectors = config.stash.get(_SELECTORS, ())
+        if not selectors:
+            return
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            wanted = not isinstance(item, ScenarioItem) or selected(item.scenario, selectors)
+            (keep if wanted else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        flaky = _flaky(report)
+        if flaky is not None:
+            name = report.nodeid.rpartition("::")[2]
+            self.flaky.append(f"FLAKY {name} {flaky}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport | pytest.CollectReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        flaky = _flaky(report)
+        if flaky is not None:
+            return "passed", "f", (f"PASSED (flaky: {flaky})", {"purple": True})
+        return None
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.flaky:
+            terminalreporter.section("flaky scenarios", purple=True)
+            for line in self.flaky:
+                terminalreporter.write_line(line, purple=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -224,3 +323,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RUN_ID] = (
         str(workerinput.get("testrunuid", ""))[:12] if workerinput else new_run_id()
     )
+    if not any(line.split(":")[0].strip() == "e2e" for line in config.getini("markers")):
+        config.addinivalue_line("markers", E2E_MARKER)
+    try:
+        config.stash[_SELECTORS] = tuple(
+            parse_selector(text) for text in config.getoption(SELECTOR_OPTION, default=None) or ()
+        )
+    except InvalidSelector as exc:
+        raise pytest.UsageError(f"{SELECTOR_OPTION}: {exc}") from None
+    retries = config.getoption(RETRIES_OPTION, default=None) or 0
+    if retries < 0:
+        raise pytest.UsageError(
+            f"{RETRIES_OPTION}: {retries} is not a number of retries (0, 1, ...)"
+        )
+    config.stash[_RETRIES] = retries
+    if not config.pluginmanager.has_plugin(HOOKS):
+        config.pluginmanager.register(ScenarioHooks(), HOOKS)

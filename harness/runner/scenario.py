@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.aio import stop_tasks
-from harness.clusters.selection import BackendOverride, BackendSelectionError, choose_backend
+from harness.clusters.selection import BackendOverride
 from harness.environment import EnvironmentSpec
 from harness.report.builder import ScenarioBuilder
 from harness.report.model import ProcessRecordLike, ScenarioReport, Status, TimelineKind
+from harness.runner.backend import check_backend
 from harness.runner.context import RunContext
-from harness.runner.errors import BackendUnsupported, UnsupportedScenario
+from harness.runner.errors import UnsupportedScenario
 from harness.runner.session import LiveSession, Session
 from harness.runner.spec import environment_spec
 from harness.runner.steps import OPERATION_ERRORS, run_step
@@ -94,16 +95,16 @@ async def run_scenario(
 ) -> ScenarioReport:
     """Run ``scenario``, filling ``report``; the finished scenario report."""
     log_dir = options.log_dir / scenario.name if options.log_dir else None
+    check = await check_backend(scenario, options.backend)
+    if check.skip_reason is not None:
+        return report.finish(Status.SKIPPED, error=check.skip_reason)
+    if check.error is not None:
+        return report.finish(error=check.error)
     try:
         spec = environment_spec(
-            scenario,
-            log_dir=log_dir,
-            webhook_env=options.webhook_env,
-            backend=choose_backend(scenario.backend.value, override=options.backend),
+            scenario, log_dir=log_dir, webhook_env=options.webhook_env, backend=check.choice
         )
-    except BackendUnsupported as exc:
-        return report.finish(Status.SKIPPED, error=str(exc))
-    except (UnsupportedScenario, BackendSelectionError) as exc:
+    except UnsupportedScenario as exc:
         return report.finish(error=str(exc))
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)

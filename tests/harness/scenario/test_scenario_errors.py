@@ -78,7 +78,8 @@ CASES = {
         HEAD + "steps:\n  - name: x\n    try:\n      - aply: {cluster: kcp}\n",
         [
             "s.yaml:9:9: step 'x', try[0]: unknown operation 'aply'; did you mean 'apply'? "
-            "(operations: apply, patch, delete, churn, fault, wait, expect, watcher, request, assert, error, script, collect)"
+            "(operations: apply, patch, delete, churn, fault, wait, expect, watcher, request, "
+            "assert, error, script, collect)"
         ],
     ),
     "two-operations-in-one-item": (

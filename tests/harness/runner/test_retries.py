@@ -148,3 +148,42 @@ async def test_a_skipped_scenario_is_not_retried(tmp_path: Path) -> None:
     )
     assert report.status is Status.SKIPPED and report.attempts == ()
     assert opener.sessions == []
+
+
+MARKER_SCENARIO = """name: marker
+clusters: {{skrs: [{{name: skr-a}}]}}
+steps:
+  - name: check
+    try:
+      - script: {{command: "test -e {marker} || {{ touch {marker}; exit 1; }}"}}
+"""
+
+
+@pytest.mark.parametrize(("retries", "code", "status"), [("1", 0, "flaky"), ("0", 1, "failed")])
+def test_a_script_failing_only_first_is_flaky_with_a_retry_and_failed_without(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    retries: str,
+    code: int,
+    status: str,
+) -> None:
+    """The issue's own example: a ``script`` that checks a marker file (a real process)."""
+    from runner_fake import FakeSession
+    from runner_fake import opener as fake_opener
+
+    monkeypatch.setattr(
+        scenario_module,
+        "RunOptions",
+        functools.partial(RunOptions, open_session=fake_opener(FakeSession())),
+    )
+    for name in ("WATCHER_HARNESS_BACKEND", "WATCHER_HARNESS_WEBHOOK_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "marker.yaml"
+    path.write_text(MARKER_SCENARIO.format(marker=tmp_path / "marker"))
+    report_dir = tmp_path / "report"
+    argv = ["run", str(path), "--retries", retries, "--report-dir", str(report_dir)]
+    assert main(argv) == code
+    report = RunReport.from_json((report_dir / "report.json").read_text())
+    (scenario,) = report.scenarios
+    assert scenario.status.value == status
+    assert len(scenario.attempts) == (1 if status == "flaky" else 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,9 @@ async def env() -> AsyncIterator[WatcherEnvironment]:
         yield environment
 
 
-async def patch_skr_kyma(env: WatcherEnvironment, skr: str, patch: dict, sub: str = "") -> float:
+async def patch_skr_kyma(
+    env: WatcherEnvironment, skr: str, patch: dict[str, Any], sub: str = ""
+) -> float:
     started = time.time()
     await merge_patch(env.skr_apis[skr], KYMAS, "default", SKR_NAMESPACE, patch, subresource=sub)
     return started

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def kubeconfig(**users: dict[str, object]) -> str:
+def kubeconfig(**users: Mapping[str, object]) -> str:
     """Two clusters; contexts ``dev`` (current) and ``prod``."""
     return yaml.safe_dump(
         {

@@ -103,7 +103,8 @@ async def test_untrusted_clients_never_reach_the_listener(
             await post_event(s, gateway.url + "/v2/klm/event", context)
 
     async def rejected() -> bool:
-        return getattr(await gateway.counters(), stat) == 1
+        count: int = getattr(await gateway.counters(), stat)
+        return count == 1
 
     await eventually(rejected, what=f"{stat} == 1")
     counters = await gateway.counters()

@@ -69,7 +69,10 @@ async def test_pending_duplicates_collapse_with_merged_triggers() -> None:
     runner.add("b", W)
     async with runner:
         await rec.wait_count(2)
-    assert [(i.key, i.triggers) for i in rec.items] == [("a", {S, W}), ("b", {W})]
+    assert [(i.key, i.triggers) for i in rec.items] == [
+        ("a", frozenset({S, W})),
+        ("b", frozenset({W})),
+    ]
 
 
 async def test_delayed_add_waits_and_an_earlier_time_wins() -> None:

@@ -98,7 +98,7 @@ async def test_watcher_lifecycle_renders_updates_rejects_and_cleans_up(kcp: Clus
                     == "/v2/other-manager/event"
                 ),
             )
-            await eventually(last_change, lambda c: bool(c) and c[0].manager == "other-manager")
+            await eventually(last_change, lambda c: bool(c and c[0].manager == "other-manager"))
 
             # made invalid → Error with the reasons, VirtualService removed
             await merge_patch(

@@ -69,7 +69,7 @@ def _inputs(tmp_path: Path, network_policies: str) -> Any:
 
 def _same(answer: dict[str, Any], obj: dict[str, Any]) -> bool:
     a, o = answer.get("metadata") or {}, obj["metadata"]
-    return (
+    return bool(
         answer.get("kind") == obj["kind"]
         and a.get("name") == o["name"]
         and a.get("namespace") == o.get("namespace")

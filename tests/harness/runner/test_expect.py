@@ -12,6 +12,7 @@ from runner_fake import FakeSession, event, opener, reconcile
 
 from harness.churn.model import Mutation
 from harness.churn.truth import ground_truth
+from harness.environment.events import ObservedEvent
 from harness.kcp.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.runner import RunOptions, run_scenario
@@ -35,7 +36,7 @@ async def run(text: str, session: FakeSession) -> ScenarioReport:
     )
 
 
-def later(session: FakeSession, delay: float, *events: object) -> None:
+def later(session: FakeSession, delay: float, *events: ObservedEvent) -> None:
     """Play the webhook: deliver ``events`` ``delay`` seconds after each write."""
 
     def on_write(cluster: str, namespace: str, name: str, at: float) -> None:
@@ -45,10 +46,10 @@ def later(session: FakeSession, delay: float, *events: object) -> None:
     session.on_write = on_write
 
 
-def event_now(e: object) -> object:
+def event_now(e: ObservedEvent) -> ObservedEvent:
     from dataclasses import replace
 
-    return replace(e, received_at=time.time())  # type: ignore[type-var]
+    return replace(e, received_at=time.time())
 
 
 async def test_events_polled_until_they_arrive_with_stable_ids() -> None:
@@ -236,7 +237,7 @@ async def test_truth_matches_events_against_the_churns_ground_truth(background: 
 
     import harness.runner.scenario as scenario_module
 
-    original = scenario_module.RunContext
+    original = RunContext  # what harness.runner.scenario imported
 
     def capture(*args: object, **kwargs: object) -> RunContext:
         ctx = original(*args, **kwargs)  # type: ignore[arg-type]
@@ -333,7 +334,7 @@ async def test_a_duplicate_passes_only_with_a_repeated_admission(repeated: int) 
 
     import harness.runner.scenario as scenario_module
 
-    original = scenario_module.RunContext
+    original = RunContext  # what harness.runner.scenario imported
 
     def capture(*args: object, **kwargs: object) -> RunContext:
         ctx = original(*args, **kwargs)  # type: ignore[arg-type]

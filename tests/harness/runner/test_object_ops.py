@@ -18,7 +18,7 @@ from harness.scenario import InvalidScenario, loads_scenario, loads_scenario_ins
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
 HEAD = "name: ops\nclusters: {skrs: [{name: skr-a}, {name: skr-b}]}\n"
-VWC = {
+VWC: dict[str, Any] = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingWebhookConfiguration",
     "metadata": {"name": "skr-webhook", "labels": {"app": "watcher"}},

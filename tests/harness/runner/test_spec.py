@@ -98,6 +98,6 @@ def test_api_server_faults_are_refused_on_backends_that_do_not_own_the_processes
     assert environment_spec(scenario).backend.name == "local"
     for name in ("kubeconfig", "kind"):
         with pytest.raises(BackendUnsupported, match=f"the {name} backend does not own") as info:
-            environment_spec(scenario, backend=BackendChoice(name=name))  # type: ignore[arg-type]
+            environment_spec(scenario, backend=BackendChoice(name=name))
         assert "apiserver/skr-a" in str(info.value)
         assert isinstance(info.value, UnsupportedScenario)

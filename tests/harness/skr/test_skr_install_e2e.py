@@ -28,6 +28,7 @@ from watcher import pki
 from watcher.listener import EventStream, Listener, ListenerConfig, ListenerEvent
 from watcher.listener.tls import direct_mtls_context
 from watcher.render.watcher_cr import Watcher, klm_watcher_dict, parse_watcher, watcher_dict
+from watcher.webhook.settings import DeliveryMode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -391,6 +392,7 @@ async def test_fleet_rewires_every_skr_at_once_and_latency(
 ) -> None:
     ca = pki.create_ca()
     files = kcp_files(ca, tmp_path / "kcp", "kcp-listener")
+    modes: tuple[tuple[str, DeliveryMode], ...] = (("skr-a", "async"), ("skr-b", "sync"))
     async with AsyncExitStack() as stack:
         env = await stack.enter_async_context(
             skr_clusters(cluster_binaries, tmp_path, ["skr-a", "skr-b"])
@@ -408,7 +410,7 @@ async def test_fleet_rewires_every_skr_at_once_and_latency(
                 delivery_mode=mode,
                 log_level="WARNING",
             )
-            for name, mode in (("skr-a", "async"), ("skr-b", "sync"))
+            for name, mode in modes
         )
         await stack.enter_async_context(fleet)
         pids = [inst.pid for inst in fleet]
@@ -466,7 +468,8 @@ async def test_fleet_rewires_every_skr_at_once_and_latency(
         await b.apply_watchers(fleet.watchers)
         await b.kill()
         refused = await first_refusal(writers["skr-b"])
-        assert refused.status == 500 and "failed calling webhook" in refused.body
+        # The stub types ApiException.body as bytes; ApiClient.call_api decodes it to str.
+        assert refused.status == 500 and "failed calling webhook" in refused.body  # type: ignore[operator]
         await b.start()
 
         # Removing every Watcher removes the configuration everywhere.
@@ -534,6 +537,7 @@ async def test_certificate_overrides_break_the_intended_hop(
         assert failed == 1.0, await foreign.metrics()
 
         refused = await first_refusal(writers["skr-b"])  # skr-b uses failurePolicy Fail
-        assert refused.status == 500 and "expired" in refused.body, refused.body
+        # The stub types ApiException.body as bytes; ApiClient.call_api decodes it to str.
+        assert refused.status == 500 and "expired" in refused.body, refused.body  # type: ignore[operator]
         assert await expired.metric("watcher_admission_request_total") == 0.0
         await assert_no_event(klm.events())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from harness.soak.model import (
@@ -93,9 +91,10 @@ def test_growth_without_samples_in_a_window_is_unknown() -> None:
     assert g.rss_growth is None and g.fd_growth is None
 
 
-def _growth(name: str, start: float, end: float, fd0: int, fd1: int, **kw: bool) -> Growth:
-    g = Growth(name, "watcher", start, end, fd0, fd1, fd0, fd1, 10, False)
-    return dataclasses.replace(g, **kw)
+def _growth(
+    name: str, start: float, end: float, fd0: int, fd1: int, *, restarted: bool = False
+) -> Growth:
+    return Growth(name, "watcher", start, end, fd0, fd1, fd0, fd1, 10, restarted)
 
 
 def test_decide_passes_when_every_criterion_holds() -> None:

@@ -27,7 +27,7 @@ from harness.soak.sampler import (
 MIB = 1024 * 1024
 
 
-def result(*, missing: int = 0, webhook_end: float = 41 * MIB) -> SoakResult:
+def result(*, missing: int = 0, webhook_end: int = 41 * MIB) -> SoakResult:
     config = SoakConfig(duration=100, min_warmup=20, interval=10)
     samples = tuple(
         Sample(t, name, pid, rss, fds)

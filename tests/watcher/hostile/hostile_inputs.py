@@ -121,8 +121,10 @@ def path_strategy(good: str, prefix: str) -> st.SearchStrategy[str]:
     )
 
 
+JsonValues = tuple[object, ...]
+
 # Specs and statuses to compare: equal and unequal pairs, Go's number and nil-map rules.
-SPECS = (
+SPECS: JsonValues = (
     {},
     {"channel": "fast"},
     {"channel": "regular"},
@@ -167,7 +169,7 @@ def json_values(max_leaves: int = 5) -> st.SearchStrategy[Any]:
 
 # One value of every JSON type, for "right field, wrong type" (cheaper to draw than a
 # random JSON value, which matters at 10,000 examples).
-WRONG_TYPES = (None, True, 0, -1, 1.5, 2**64, "", "x", "\x00", [], [1], {}, {"a": 1})
+WRONG_TYPES: JsonValues = (None, True, 0, -1, 1.5, 2**64, "", "x", "\x00", [], [1], {}, {"a": 1})
 
 
 def maybe(value: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

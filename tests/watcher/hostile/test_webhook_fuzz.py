@@ -279,6 +279,7 @@ def check_answer(request: FuzzRequest, response: RawResponse, new_errors: list[A
         assert answer["response"]["uid"] == uid, (request, answer)
 
 
+@pytest.mark.slow  # ~60 s: in `make test`; skip with -m "not e2e and not bench and not slow"
 @pytest.mark.timeout(600)  # ~60 s alone; a loaded two-core machine can double that
 def test_webhook_survives_10000_hostile_requests() -> None:
     loop = asyncio.new_event_loop()

@@ -112,7 +112,8 @@ def test_every_new_construct_loads() -> None:
     text = HEAD + (
         f"      - assert: {{cluster: '*', {VWC}, name: skr-webhook,\n"
         "                  match: {(length(webhooks)): 1, webhooks: {$contains: [{name: a}]}}}\n"
-        f"      - error: {{cluster: kcp, resource: kymas, namespace: kcp-system, selector: {{a: b}}}}\n"
+        "      - error: {cluster: kcp, resource: kymas, namespace: kcp-system,\n"
+        "                 selector: {a: b}}\n"
         "      - script: {command: [sh, -c, 'echo {}'], env: {A: b}, timeout: 5s,\n"
         "                 expect: {exitCode: 0, stdout: {json: {}, contains: ['{']}}}\n"
         "      - collect: {cluster: '*', events: true, namespace: kyma-system}\n"

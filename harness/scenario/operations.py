@@ -280,11 +280,8 @@ EVERY_SKR = "*"
 """``cluster: "*"`` selects on every SKR: an ``assert`` must hold on each."""
 
 
-class Selection(Model):
-    """Which objects: on ``cluster`` (a cluster name, or ``"*"`` for every SKR), of
-    ``resource`` (a shorthand or ``{group, version, resource}``) or ``apiVersion`` +
-    ``kind`` (looked up with the API server's discovery), in ``namespace`` (empty: every
-    namespace, or a cluster-scoped kind), by ``name`` and/or label ``selector``."""
+class _Selecting(Model):
+    """The fields that pick objects (see :class:`Selection`), shared with ``collect``."""
 
     cluster: str = Field(pattern=SELECTION_CLUSTER_PATTERN)
     resource: Resource | None = Field(default=None, json_schema_extra=RESOURCE_SCHEMA_EXTRA)
@@ -294,13 +291,33 @@ class Selection(Model):
     name: str | None = None
     selector: Labels | None = None
 
+    @property
+    def typed(self) -> bool:
+        """Given as ``apiVersion`` + ``kind`` rather than ``resource``."""
+        return self.api_version is not None or self.kind is not None
+
+    def type_problem(self, *, required: bool) -> str | None:
+        """Why the object type is given wrongly (``required``: it must be given)."""
+        if self.resource is not None and self.typed:
+            return "give resource or apiVersion + kind, not both"
+        if self.typed and not (self.api_version and self.kind):
+            return "apiVersion and kind go together"
+        if required and self.resource is None and not self.typed:
+            return "select objects by resource, or by apiVersion and kind"
+        return None
+
+
+class Selection(_Selecting):
+    """Which objects: on ``cluster`` (a cluster name, or ``"*"`` for every SKR), of
+    ``resource`` (a shorthand or ``{group, version, resource}``) or ``apiVersion`` +
+    ``kind`` (looked up with the API server's discovery), in ``namespace`` (empty: every
+    namespace, or a cluster-scoped kind), by ``name`` and/or label ``selector``."""
+
     @model_validator(mode="after")
     def _one_type(self) -> Selection:
-        typed = self.api_version is not None or self.kind is not None
-        if self.resource is not None and typed:
-            raise ValueError("give resource or apiVersion + kind, not both")
-        if self.resource is None and not (self.api_version and self.kind):
-            raise ValueError("select objects by resource, or by apiVersion and kind")
+        problem = self.type_problem(required=True)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def describe(self) -> str:
@@ -380,28 +397,19 @@ class Script(Model):
         return self
 
 
-class Collect(Model):
+class Collect(_Selecting):
     """Put material into the report (usable in ``catch``/``finally``): the selected
     objects' YAML (``resource`` or ``apiVersion`` + ``kind``, ``namespace``, ``name``,
     ``selector``) and/or the cluster's Kubernetes ``events`` (of ``namespace``, or all)."""
 
-    cluster: str = Field(pattern=SELECTION_CLUSTER_PATTERN)
-    resource: Resource | None = Field(default=None, json_schema_extra=RESOURCE_SCHEMA_EXTRA)
-    api_version: str | None = None
-    kind: str | None = None
-    namespace: str = ""
-    name: str | None = None
-    selector: Labels | None = None
     events: bool = False
 
     @model_validator(mode="after")
     def _something(self) -> Collect:
-        typed = self.api_version is not None or self.kind is not None
-        if self.resource is not None and typed:
-            raise ValueError("give resource or apiVersion + kind, not both")
-        if typed and not (self.api_version and self.kind):
-            raise ValueError("apiVersion and kind go together")
-        if self.resource is None and not typed and not self.events:
+        problem = self.type_problem(required=False)
+        if problem is not None:
+            raise ValueError(problem)
+        if self.resource is None and not self.typed and not self.events:
             raise ValueError(
                 "collect needs objects (resource, or apiVersion + kind), events: true, or both"
             )

@@ -20,7 +20,13 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from harness.report.model import AttemptReport, RunReport, ScenarioReport, Status
+from harness.report.model import (
+    AttemptReport,
+    ExpectationResult,
+    RunReport,
+    ScenarioReport,
+    Status,
+)
 from harness.report.stats import LatencySummary
 
 TIMELINE_LIMIT = 2000
@@ -77,6 +83,9 @@ tr.pass td.result { color: var(--ok); } tr.fail td.result { color: var(--bad); }
 ul.failures { margin: 6px 0 0; padding-left: 20px; }
 ul.failures li { margin: 3px 0; }
 details { margin: 8px 0; }
+tr.extra td { border-top: none; padding-top: 0; }
+tr.extra pre { background: #f6f8fa; padding: 8px 10px; border-radius: 6px; margin: 4px 0;
+               max-height: 480px; overflow: auto; white-space: pre; font-size: 12px; }
 details > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 .tl-mutation { color:#0b5cad; } .tl-event { color:#1b7f3b; } .tl-reconcile { color:#6a1b9a; }
 .tl-fault { color:#b71c1c; font-weight:600; } .tl-step { color:#5f6b7a; }
@@ -243,6 +252,23 @@ def _attempts(s: ScenarioReport) -> str:
     return f"<details open><summary>{_e(summary)}</summary>{''.join(parts)}</details>"
 
 
+def _expectation_extra(e: ExpectationResult) -> str:
+    """An entry's details (open when it failed) and attachments, under its row."""
+    parts = []
+    if e.details:
+        opened = "" if e.passed else " open"
+        title = "Difference" if e.kind in ("assert", "error") else "Details"
+        parts.append(
+            f"<details{opened}><summary>{title}</summary><pre>{_e(e.details)}</pre></details>"
+        )
+    for a in e.attachments:
+        cut = " (truncated; full text in the logs)" if a.truncated else ""
+        parts.append(
+            f"<details><summary>{_e(a.name)}{cut}</summary><pre>{_e(a.text)}</pre></details>"
+        )
+    return "".join(parts)
+
+
 def _expectations(s: ScenarioReport) -> str:
     if not s.expectations and s.status in (Status.ERROR, Status.SKIPPED):
         return ""
@@ -257,6 +283,9 @@ def _expectations(s: ScenarioReport) -> str:
             f'<td class="mono">{_e(e.expected)}</td><td class="mono">{_e(e.actual)}</td>'
             f'<td class="result">{mark}</td></tr>'
         )
+        extra = _expectation_extra(e)
+        if extra:
+            rows.append(f'<tr class="extra"><td></td><td colspan="4">{extra}</td></tr>')
     return (
         f"<h3>Expectations ({s.expectations_passed}/{len(s.expectations)} passed)</h3>"
         "<table><tr><th>id</th><th>description</th><th>expected</th><th>actual</th>"

@@ -80,7 +80,15 @@ def _step_failure(steps: tuple[StepReport, ...], error: str | None) -> tuple[str
 
 
 def _expectation_text(e: ExpectationResult) -> str:
-    return f"{e.description}\nexpected: {e.expected}\nactual:   {e.actual}"
+    """What a failure body shows: the verdict, then the details (an ``assert``'s diff, a
+    ``script``'s output)."""
+    text = f"{e.description}\nexpected: {e.expected}\nactual:   {e.actual}"
+    return f"{text}\n\n{e.details}" if e.details else text
+
+
+def _attachments_text(e: ExpectationResult) -> str:
+    """Attached material (the selected objects' YAML, events) for ``<system-out>``."""
+    return "\n".join(f"--- {a.name} ---\n{a.text}" for a in e.attachments)
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,9 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
         case = _testcase(suite, s, e.id, e.duration)
         counts["tests"] += 1
         cases[e.id] = (case, not e.passed)
+        if e.attachments or (e.passed and e.details):
+            shown = "\n".join(t for t in (e.details if e.passed else "", _attachments_text(e)) if t)
+            ET.SubElement(case, "system-out").text = clean(shown)
         if not e.passed:
             failure = ET.SubElement(case, "failure", message=clean(failure_message(e)))
             failure.set("type", clean(e.kind))

@@ -19,9 +19,23 @@ def _problems(
         for s in steps
         if s.status is Status.FAILED and s.error
     ]
-    lines += [
-        f"{e.id}: expected {e.expected}, got {e.actual}" for e in expectations if not e.passed
-    ]
+    for e in expectations:
+        if not e.passed:
+            lines.append(f"{e.id}: expected {e.expected}, got {e.actual}")
+            lines += [f"  {line}" for line in _detail_lines(e)]
+    return lines
+
+
+DETAIL_LINES = 30
+"""Lines of a failed entry's details (an ``assert`` diff, a ``script`` output) shown in the
+console; the HTML report and JUnit have them all."""
+
+
+def _detail_lines(e: ExpectationResult) -> list[str]:
+    lines = e.details.splitlines()
+    if len(lines) > DETAIL_LINES:
+        cut = len(lines) - DETAIL_LINES
+        lines = [*lines[:DETAIL_LINES], f"… {cut} more lines in the HTML report and JUnit"]
     return lines
 
 

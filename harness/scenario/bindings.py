@@ -208,7 +208,8 @@ def resolve_load_time(
     data: dict[str, Any], matrix_values: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[BindingProblem]]:
     """``data`` with matrix values and bindings substituted; every unknown name a problem
-    (built-ins are checked against the declared clusters and listeners and kept)."""
+    (built-ins are checked against the declared clusters and listeners and kept). The
+    result is one plain instance: no ``matrix``, its bindings as resolved."""
     problems: list[BindingProblem] = []
     scope = _scope(data.get("bindings"), matrix_values, ("bindings",), problems)
     rest = {k: v for k, v in data.items() if k not in ("steps", "bindings", "matrix")}
@@ -236,7 +237,8 @@ def resolve_load_time(
         return report
 
     out = substitute(rest, scope, unknown=unknown_in(known))
-    out["bindings"] = data.get("bindings") or {}
+    if isinstance(data.get("bindings"), dict):  # as resolved, so the instance stands alone
+        out["bindings"] = {k: scope[k] for k in data["bindings"] if k in scope}
     steps = data.get("steps")
     if isinstance(steps, list):
         new_steps = []
@@ -248,14 +250,12 @@ def resolve_load_time(
             body = {k: v for k, v in step.items() if k != "bindings"}
             names = [*known, *step_scope]
             body = substitute(body, step_scope, path=("steps", i), unknown=unknown_in(names))
-            if "bindings" in step:
-                body["bindings"] = step["bindings"]
+            if isinstance(step.get("bindings"), dict):
+                body["bindings"] = {k: step_scope[k] for k in step["bindings"] if k in step_scope}
             new_steps.append(body)
         out["steps"] = new_steps
     elif steps is not None:
         out["steps"] = steps
-    if "matrix" in data:
-        out["matrix"] = data["matrix"]
     return out, problems
 
 

@@ -352,3 +352,21 @@ steps:
     )
     with pytest.raises(InvalidScenario, match="empty and no label"):
         loads_scenario(broken)
+
+
+def test_a_matrix_instance_dumps_and_loads_as_itself() -> None:
+    from harness.scenario import dump_scenario
+
+    text = """name: fleet
+matrix: {skrs: [2]}
+bindings: {last: "skr-${{ matrix.skrs }}"}
+clusters: {skrs: {count: "${{ matrix.skrs }}"}}
+steps:
+  - name: s
+    bindings: {who: "${{ last }}"}
+    try: [{patch: {cluster: "${{ who }}", resource: kymas, name: default, patch: {}}}]
+"""
+    (instance,) = loads_scenario_instances(text)
+    assert instance.matrix is None and instance.bindings == {"last": "skr-2"}
+    assert instance.steps[0].bindings == {"who": "skr-2"}
+    assert loads_scenario(dump_scenario(instance)) == instance

@@ -1,4 +1,4 @@
 """Judges: each expectation kind judged against one
-:class:`~harness.expect.observations.Observations` snapshot, as a pure function — events,
-reconciles, rejections and metrics (``counts``), the churn's ground truth, latency and
-write round trips (``churned``), ``assert``/``error`` (``assertion``), ``script``."""
+:class:`~harness.expect.observations.Observations` snapshot by a pure module of its own —
+``events``, ``truth``, ``reconciles``, ``rejections``, ``metrics``, ``latency``, ``writes``
+(dispatched by ``judge``), ``assertion`` (``assert``/``error``) and ``script``."""

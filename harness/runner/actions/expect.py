@@ -16,7 +16,7 @@ import asyncio
 import time
 
 from harness.expect.check import Check
-from harness.expect.churned import churns_for_truth
+from harness.expect.truth import churns_for_truth
 from harness.expect.judge import judge
 from harness.report.model import Attachment
 from harness.runner.context import RunContext

@@ -1,5 +1,6 @@
-"""Judges over churn writes: ``truth`` (received events equal the ground truth),
-``latency`` (SKR write → event) and ``writes`` (the writes' own round trip)."""
+"""``truth``: the received events equal the churns' ground truth (nothing missing,
+spurious, duplicated or misrouted), forgiving only the admissions the SKR API servers
+really repeated."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ import dataclasses
 from collections.abc import Sequence
 
 from harness.churn.admissions import admissions_made, admissions_routed, repeated_admissions
-from harness.churn.model import ExecutedMutation
 from harness.churn.truth import Truth as ChurnTruth
 from harness.churn.truth import ground_truth
-from harness.expect.check import Check, combined
-from harness.expect.checks import CountBound, LatencyBounds, Verdict, check_latency, count_verdict
+from harness.expect.check import Check
+from harness.expect.checks import Verdict
 from harness.expect.match import MatchResult, match_events
 from harness.expect.observations import ChurnSeen, Observations
-from harness.scenario import Latency, Truth, WriteLatency
+from harness.scenario import Truth
 
 
 def churns_for_truth(churns: Sequence[ChurnSeen]) -> list[ChurnSeen]:
@@ -22,6 +22,11 @@ def churns_for_truth(churns: Sequence[ChurnSeen]) -> list[ChurnSeen]:
     left) every churn of the scenario."""
     pending = [c for c in churns if not c.verified]
     return pending or list(churns)
+
+
+def window_churns(obs: Observations) -> list[ChurnSeen]:
+    """The churns of this window: started in it, or not yet covered by a ``truth``."""
+    return [c for c in obs.churns if c.started_at >= obs.since or not c.verified]
 
 
 def repeats(
@@ -81,7 +86,7 @@ def match(obs: Observations, churns: Sequence[ChurnSeen], manager: str | None) -
     return match_events(truth, got, repeats=repeated)
 
 
-def truth(t: Truth, obs: Observations) -> Check:
+def judge(t: Truth, obs: Observations) -> Check:
     churns = churns_for_truth(obs.churns)
     subject = f"manager={t.manager}" if t.manager else "every manager"
     description = f"events equal the churn's ground truth for {subject}"
@@ -104,80 +109,3 @@ def truth(t: Truth, obs: Observations) -> Check:
         bounded=True,
         latencies=result.latency_values,
     )
-
-
-def window_churns(obs: Observations) -> list[ChurnSeen]:
-    """The churns of this window: started in it, or not yet covered by a ``truth``."""
-    return [c for c in obs.churns if c.started_at >= obs.since or not c.verified]
-
-
-def write_latencies(obs: Observations, manager: str | None) -> list[float]:
-    """For every apply/patch/delete of the window: its first matching event's delay."""
-    got = [
-        e
-        for e in obs.events
-        if e.received_at >= obs.since and (manager is None or e.manager == manager)
-    ]
-    samples = []
-    for w in obs.writes:
-        if w.sent_at < obs.since or w.cluster not in obs.runtime_ids:
-            continue
-        first = min(
-            (
-                e.received_at
-                for e in got
-                if e.runtime_id == obs.runtime_ids[w.cluster]
-                and e.namespace == w.namespace
-                and e.name == w.name
-                and e.received_at >= w.sent_at
-            ),
-            default=None,
-        )
-        if first is not None:
-            samples.append(first - w.sent_at)
-    return samples
-
-
-def latency(lat: Latency, obs: Observations) -> Check:
-    churns = window_churns(obs)
-    if churns:
-        samples: Sequence[float] = match(obs, churns, lat.manager).latency_values
-        source = "churn writes"
-    else:
-        samples = write_latencies(obs, lat.manager)
-        source = "writes"
-    subject = f"latency ({source} → {lat.manager or 'any manager'})"
-    verdicts = check_latency(samples, LatencyBounds(lat.p50, lat.p99, lat.max), subject=subject)
-    check = combined("latency", subject, list(verdicts), suffix=f" (n={len(samples)})")
-    return dataclasses.replace(check, latencies=tuple(samples))
-
-
-def window_writes(obs: Observations, cluster: str | None) -> list[ExecutedMutation]:
-    """Every churn write of the window (``cluster``: one SKR's)."""
-    return [
-        e
-        for c in window_churns(obs)
-        for e in c.executed
-        if cluster is None or e.mutation.cluster == cluster
-    ]
-
-
-def writes(w: WriteLatency, obs: Observations) -> Check:
-    done = window_writes(obs, w.cluster)
-    samples = [e.acked_at - e.sent_at for e in done if e.ok]
-    subject = f"write round trip ({w.cluster or 'every SKR'}, admission included)"
-    verdicts: list[Verdict] = []
-    if w.has_latency_bound:
-        verdicts += check_latency(samples, LatencyBounds(w.p50, w.p99, w.max), subject=subject)
-    if w.failed is not None:
-        failed = sum(1 for e in done if not e.ok)
-        bound = CountBound(w.failed.at_least or 0, w.failed.at_most)
-        if w.failed.exactly is not None:
-            bound = CountBound(w.failed.exactly, w.failed.exactly)
-        verdicts.append(
-            count_verdict(
-                failed, bound, f"writes of {w.cluster or 'every SKR'}", noun="failed write"
-            )
-        )
-        subject = f"writes ({w.cluster or 'every SKR'}): round trip and failures"
-    return combined("writes", subject, verdicts, suffix=f" (n={len(samples)})")

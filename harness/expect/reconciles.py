@@ -1,0 +1,30 @@
+"""``reconciles``: Lifecycle-Manager reconciles of one KCP Kyma, by trigger and outcome."""
+
+from __future__ import annotations
+
+from harness.expect.check import Check, bounds, counted
+from harness.expect.observations import Observations
+from harness.scenario import ReconcileExpectation
+
+KCP_NAMESPACE = "kcp-system"
+"""Where a KCP Kyma named without a namespace lives."""
+
+
+def kyma_key(kyma: str) -> str:
+    return kyma if "/" in kyma else f"{KCP_NAMESPACE}/{kyma}"
+
+
+def judge(r: ReconcileExpectation, obs: Observations) -> Check:
+    """Reconciles of one KCP Kyma in the window, by trigger and outcome."""
+    key = kyma_key(r.kyma)
+    count = sum(
+        1
+        for seen in obs.reconciles
+        if seen.kyma == key
+        and seen.at >= obs.since
+        and (r.trigger is None or r.trigger in seen.triggers)
+        and (r.outcome is None or seen.outcome == r.outcome)
+    )
+    subject = f"kyma={key}" + (f" trigger={r.trigger}" if r.trigger else "")
+    subject += f" outcome={r.outcome}" if r.outcome else ""
+    return counted("reconciles", f"reconciles {subject}", count, bounds(*r.bounds), "reconcile")

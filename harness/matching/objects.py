@@ -370,15 +370,32 @@ def _match_special(key: str, items: Sequence[Any], actual: Any, path: Path) -> l
         return _wrong_kind(path, shown, actual, "list")
     if key == ANY_ORDER and len(actual) != len(items):
         return [_mismatch(path, shown, actual, f"length {len(actual)}, expected {len(items)}")]
-    fits = [[not _match(want, got, (*path, j)) for j, got in enumerate(actual)] for want in items]
+    results = [[_match(want, got, (*path, j)) for j, got in enumerate(actual)] for want in items]
+    fits = [[not r for r in row] for row in results]
     if _max_assignment(fits) == len(items):
         return []
     noun = "one-to-one" if key == ANY_ORDER else "distinct"
     reason = f"no {noun} match for items"
-    lonely = [str(i) for i, row in enumerate(fits) if not any(row)]
+    lonely = [i for i, row in enumerate(fits) if not any(row)]
     if lonely:
-        reason += f" (expected item {', '.join(lonely)} matches no actual item)"
-    return [_mismatch(path, shown, actual, reason)]
+        reason += f" (expected item {', '.join(map(str, lonely))} matches no actual item)"
+    closest_first = [_closest_item(i, items[i], results[i], actual, path) for i in lonely]
+    return [*(m for m in closest_first if m is not None), _mismatch(path, shown, actual, reason)]
+
+
+def _closest_item(
+    index: int, want: Any, tried: Sequence[list[Mismatch]], actual: Sequence[Any], path: Path
+) -> Mismatch | None:
+    """For a map item that matches nothing: the actual item with the fewest differences,
+    side by side with it (the relevant subtree, not the whole list), naming where they
+    differ. ``None`` for scalars (the list itself says it all) or an empty list."""
+    if not isinstance(want, Mapping) or not tried:
+        return None
+    best = min(range(len(tried)), key=lambda j: len(tried[j]))
+    where = ", ".join(m.path for m in tried[best][:3])
+    more = f" (+{len(tried[best]) - 3} more)" if len(tried[best]) > 3 else ""
+    reason = f"expected item {index} matches no item; the closest differs at {where}{more}"
+    return _mismatch((*path, best), want, actual[best], reason)
 
 
 def _max_assignment(fits: list[list[bool]]) -> int:

@@ -16,8 +16,8 @@ import asyncio
 import time
 
 from harness.expect.check import Check
-from harness.expect.truth import churns_for_truth
 from harness.expect.judge import judge
+from harness.expect.truth import churns_for_truth
 from harness.report.model import Attachment
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed

@@ -597,3 +597,23 @@ def test_diff_and_summary_cover_every_mismatch(expected: Any, actual: Any) -> No
     summary = select_mismatch_summary(match)
     assert "\n" not in summary
     assert summary.startswith(match.mismatches[0].path) if match.mismatches else summary == ""
+
+
+def test_an_unmatched_map_item_is_shown_beside_its_closest_item() -> None:
+    actual = {
+        "webhooks": [
+            {"name": "klm", "rules": [{"resources": ["kymas"]}]},
+            {"name": "demo", "rules": [{"resources": ["secrets"]}], "sideEffects": "None"},
+        ]
+    }
+    expected = {"webhooks": {"$contains": [{"name": "demo", "rules": [{"resources": ["cm"]}]}]}}
+    result = match_object(expected, actual)
+    closest, whole = result.mismatches
+    assert closest.path == "webhooks[1]"
+    assert closest.expected == {"name": "demo", "rules": [{"resources": ["cm"]}]}
+    assert closest.actual == actual["webhooks"][1]
+    assert closest.reason == (
+        "expected item 0 matches no item; the closest differs at webhooks[1].rules[0].resources[0]"
+    )
+    assert whole.path == "webhooks" and whole.reason.startswith("no distinct match")
+    assert diff(result).index("webhooks[1]") < diff(result).index("webhooks:")

@@ -11,19 +11,21 @@ from harness.environment.core import WatcherEnvironment
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
 from harness.environment.rotation import CertificateRotation, RotationError
 from harness.environment.spec import (
-    KCP_NAMESPACE,
     KLM_COMPONENT,
     KLM_SERVICE,
-    MANAGED_BY_LABEL,
-    RUNTIME_ID_LABEL,
-    SKR_DOMAIN_ANNOTATION,
-    SKR_NAMESPACE,
-    WATCHED_BY_LABEL,
     EnvironmentSpec,
     ListenerSpec,
     SkrSpec,
 )
 from harness.faults import ACTIONS, Fault, FaultError, parse_fault
+from watcher.domain import (
+    KCP_NAMESPACE,
+    MANAGED_BY_LABEL,
+    RUNTIME_ID_LABEL,
+    SKR_DOMAIN_ANNOTATION,
+    SKR_NAMESPACE,
+    WATCHED_BY_LABEL,
+)
 
 __all__ = [
     "ACTIONS",

@@ -30,16 +30,7 @@ from harness.environment.hosting import (
     skr_installation,
 )
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
-from harness.environment.spec import (
-    KCP_NAMESPACE,
-    KLM_COMPONENT,
-    KLM_SERVICE,
-    RUNTIME_ID_LABEL,
-    SKR_DOMAIN_ANNOTATION,
-    SKR_KYMA_LABELS,
-    SKR_NAMESPACE,
-    EnvironmentSpec,
-)
+from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, SKR_KYMA_LABELS, EnvironmentSpec
 from harness.errors import HarnessError
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
@@ -49,6 +40,7 @@ from harness.kcp.watcher_controller import WatcherController, valid_watcher
 from harness.kube import GATEWAYS, KYMAS, WATCHERS, apply_crds, create_or_replace, ensure_namespace
 from harness.skr.fleet import SkrFleet
 from watcher import pki
+from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION, SKR_NAMESPACE
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import ClusterSettings, TlsFiles
 from watcher.render.virtualservice import gateway_dict

@@ -24,14 +24,7 @@ from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
 from harness.environment.inject import inject
 from harness.environment.rotation import CertificateRotation, RotationKind
-from harness.environment.spec import (
-    KCP_NAMESPACE,
-    SKR_KYMA_LABELS,
-    SKR_NAMESPACE,
-    EnvironmentSpec,
-    Service,
-    SkrSpec,
-)
+from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
 from harness.faults import Fault, FaultError, parse_fault
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
@@ -51,6 +44,7 @@ from harness.kube import (
 )
 from harness.skr.fleet import SkrFleet
 from watcher import pki
+from watcher.domain import KCP_NAMESPACE, SKR_NAMESPACE
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import FaultInjection
 from watcher.render.watcher_cr import Watcher

@@ -10,15 +10,14 @@ from typing import Any
 from harness.clusters.selection import BackendChoice
 from harness.kcp.reconciler import RequeueIntervals
 from harness.skr.certs import CertificateOverride
+from watcher.domain import (
+    KCP_NAMESPACE,
+    MANAGED_BY_LABEL,
+    WATCHED_BY_LABEL,
+)
 from watcher.render.watcher_cr import klm_watcher_dict
 from watcher.webhook.settings import DeliveryMode
 
-KCP_NAMESPACE = "kcp-system"
-SKR_NAMESPACE = "kyma-system"
-RUNTIME_ID_LABEL = "kyma-project.io/runtime-id"
-WATCHED_BY_LABEL = "operator.kyma-project.io/watched-by"
-MANAGED_BY_LABEL = "operator.kyma-project.io/managed-by"
-SKR_DOMAIN_ANNOTATION = "skr-domain"
 KLM_COMPONENT = "lifecycle-manager"
 KLM_SERVICE = ("klm-controller-manager-events", KCP_NAMESPACE, 8082)
 SKR_KYMA_LABELS = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: "kyma"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from harness.expect.check import Check, bounds, counted
 from harness.expect.observations import Observations
 from harness.scenario import ReconcileExpectation
+from watcher.domain import KCP_NAMESPACE
 
-KCP_NAMESPACE = "kcp-system"
 """Where a KCP Kyma named without a namespace lives."""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,13 +19,14 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
+from harness.kcp.workqueue import Trigger
 from harness.kube import KYMAS, Backoff, object_key, watch_objects
+from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKIP_RECONCILIATION_LABEL
 from watcher.model import ObjectKey
 
 logger = logging.getLogger("harness.kcp.kyma_cache")
 
-RUNTIME_ID_LABEL = "kyma-project.io/runtime-id"
-DEFAULT_NAMESPACE = "kcp-system"
+DEFAULT_NAMESPACE = KCP_NAMESPACE
 
 
 class CacheNotSynced(HarnessError, TimeoutError):
@@ -41,10 +42,16 @@ class KymaInfo:
     runtime_id: str
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    generation: int = 0
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def skip_reconciliation(self) -> bool:
+        """KLM's ``operator.kyma-project.io/skip-reconciliation: "true"``."""
+        return self.labels.get(SKIP_RECONCILIATION_LABEL) == "true"
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> KymaInfo:
@@ -56,7 +63,20 @@ class KymaInfo:
             runtime_id=labels.get(RUNTIME_ID_LABEL, ""),
             labels=labels,
             annotations=dict(meta.get("annotations") or {}),
+            generation=int(meta.get("generation") or 0),
         )
+
+
+def change_trigger(previous: KymaInfo | None, current: KymaInfo) -> Trigger | None:
+    """Why a watched Kyma needs a reconcile, as KLM's watch predicate says
+    (``GenerationChanged OR LabelChanged`` plus creation): a new Kyma → ``kyma-created``;
+    a new generation (spec) or other labels → ``kyma-changed``; a status- or
+    annotation-only change → none."""
+    if previous is None:
+        return Trigger.KYMA_CREATED
+    if previous.generation != current.generation or previous.labels != current.labels:
+        return Trigger.KYMA_CHANGED
+    return None
 
 
 class KymaCache(Service):
@@ -78,6 +98,8 @@ class KymaCache(Service):
         self._synced = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.on_change: Callable[[str, Trigger], None] | None = None
+        """Told ``(key, trigger)`` when a Kyma appears or changes after the first list."""
 
     # queries ---------------------------------------------------------------------------
 
@@ -132,14 +154,20 @@ class KymaCache(Service):
     # feeding ---------------------------------------------------------------------------
 
     def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
-        """Take one watch event (also usable to feed the cache by hand in tests)."""
+        """Take one watch event (also usable to feed the cache by hand in tests). Once the
+        first list is complete, a Kyma that appears or changes (:func:`change_trigger`) is
+        reported to ``on_change``; the initial list is the manager's startup."""
         if kind == "SYNCED":
             self._synced.set()
         elif kind == "DELETED":
             self._kymas.pop(object_key(obj), None)
         else:
             info = KymaInfo.from_object(obj)
+            previous = self._kymas.get(info.key)
             self._kymas[info.key] = info
+            trigger = change_trigger(previous, info) if self.synced else None
+            if trigger is not None and self.on_change is not None:
+                self.on_change(info.key, trigger)
         self._changed.set()
 
     async def _run(self) -> None:

@@ -1,7 +1,10 @@
 """A Kyma Lifecycle Manager stand-in on the KCP: events from SKRs → Kyma reconciles.
 
-What it shares with KLM (reference §7): every KCP Kyma is reconciled at startup and then
-requeued after the interval for its outcome (5 min when Ready); an event from an SKR
+What it shares with KLM (reference §7, klm-reference §1): every KCP Kyma is reconciled at
+startup, when it appears, when its generation or labels change (not on status- or
+annotation-only changes), and then requeued after the interval for its outcome (5 min when
+Ready; errors back off per key 5 s → 30 s, reset by a success); a Kyma labelled
+``operator.kyma-project.io/skip-reconciliation: "true"`` is not reconciled; an event from an SKR
 (``/v2/lifecycle-manager/event``) enqueues the one Kyma in ``kcp-system`` whose label
 ``kyma-project.io/runtime-id`` equals the event's runtime id, logging
 ``event received from SKR, adding kcp-system/<kyma> to queue``; zero or several matches
@@ -27,7 +30,7 @@ from typing import Self
 from kubernetes_asyncio.client import ApiClient
 
 from harness.errors import HarnessError
-from harness.kcp.kyma_cache import DEFAULT_NAMESPACE, RUNTIME_ID_LABEL, KymaCache, KymaInfo
+from harness.kcp.kyma_cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
 from harness.kcp.listener_host import EventConsumer, ListenerHost
 from harness.kcp.reconciler import (
     Outcome,
@@ -39,6 +42,7 @@ from harness.kcp.reconciler import (
 )
 from harness.kcp.workqueue import Trigger
 from harness.kube import KYMAS, get, merge_patch
+from watcher.domain import RUNTIME_ID_LABEL
 from watcher.listener import Listener, ListenerConfig, ListenerEvent, san_pinning
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager")
@@ -111,8 +115,10 @@ class LifecycleManager:
             raise ValueError("pin_san needs listener_config (the manager adds the hook)")
         self.namespace = namespace
         self.cache = KymaCache(api, namespace=namespace)
+        self.cache.on_change = self._kyma_changed
+        self._reconcile = reconcile or mark_ready(api)
         self.reconciler = Reconciler(
-            reconcile or mark_ready(api), workers=workers, intervals=intervals, clock=clock
+            self._reconcile_unless_skipped, workers=workers, intervals=intervals, clock=clock
         )
         self.host: ListenerHost | None = None
         if listener_config is not None:
@@ -168,6 +174,19 @@ class LifecycleManager:
         timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
     ) -> Reconcile:
         return await self.reconciler.wait_for_reconcile(kyma, trigger, since, timeout)
+
+    def _kyma_changed(self, key: str, trigger: Trigger) -> None:
+        """A Kyma appeared, or its spec or labels changed: reconcile it (KLM's predicate)."""
+        logger.info("%s %s, adding it to queue", key, trigger.value)
+        self.reconciler.enqueue(key, trigger)
+
+    async def _reconcile_unless_skipped(self, key: str) -> Outcome:
+        """KLM's ``skip-reconciliation`` label stops a Kyma's reconciles (and its requeue
+        timer); removing the label is a label change, which reconciles it again."""
+        info = self.cache.get(key)
+        if info is not None and info.skip_reconciliation:
+            return Outcome.SKIPPED
+        return await self._reconcile(key)
 
     async def handle_event(self, event: ListenerEvent) -> None:
         """Resolve the event's runtime id to one Kyma and enqueue it (trigger watch-event)."""

@@ -28,9 +28,10 @@ logger = logging.getLogger("harness.kcp.reconciler")
 class Outcome(StrEnum):
     SUCCESS = "success"  # Kyma Ready
     BUSY = "busy"  # Processing
-    ERROR = "error"
+    ERROR = "error"  # requeued through the per-key exponential backoff
     WARNING = "warning"
     GONE = "gone"  # the Kyma no longer exists: not requeued
+    SKIPPED = "skipped"  # labelled skip-reconciliation: not requeued until it changes
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,21 @@ class RequeueIntervals:
 
     success: float = 300.0
     busy: float = 5.0
-    error: float = 2.0
+    error: float = 5.0
+    """The first retry after an error; each further consecutive error doubles it ..."""
     warning: float = 30.0
+    error_max: float = 30.0
+    """... up to this (KLM's per-key rate limiter: 5 s → 30 s, reset by a success)."""
 
-    def after(self, outcome: Outcome) -> float | None:
-        if outcome is Outcome.GONE:
+    def after(self, outcome: Outcome, failures: int = 1) -> float | None:
+        """Seconds until the requeue; ``failures``: consecutive errors of the key so far,
+        this one included. ``None``: not requeued (gone, skipped)."""
+        if outcome in (Outcome.GONE, Outcome.SKIPPED):
             return None
+        if outcome is Outcome.ERROR:
+            return float(
+                min(self.error * 2 ** max(0, failures - 1), max(self.error, self.error_max))
+            )
         return float(getattr(self, outcome.value))
 
 
@@ -88,6 +98,8 @@ class Reconciler(Service):
             self._handle, workers=workers, name="kyma-reconciler", clock=clock
         )
         self._records: list[Reconcile] = []
+        self._failures: collections.Counter[str] = collections.Counter()
+        """Consecutive errors per key (the backoff's exponent); cleared by any other outcome."""
         self._recorded = asyncio.Event()
         self.counters: collections.Counter[str] = collections.Counter()
 
@@ -122,7 +134,11 @@ class Reconciler(Service):
         for trigger in item.triggers:
             self.counters[f"trigger:{trigger.value}"] += 1
         self._recorded.set()
-        delay = self.intervals.after(outcome)
+        if outcome is Outcome.ERROR:
+            self._failures[item.key] += 1
+        else:
+            self._failures.pop(item.key, None)
+        delay = self.intervals.after(outcome, self._failures[item.key])
         if delay is not None:
             self._runner.add_after(item.key, Trigger.REQUEUE_TIMER, delay)
 

@@ -27,6 +27,8 @@ class Trigger(StrEnum):
     STARTUP = "startup"
     REQUEUE_TIMER = "requeue-timer"
     WATCH_EVENT = "watch-event"
+    KYMA_CREATED = "kyma-created"  # the Kyma appeared after the manager started
+    KYMA_CHANGED = "kyma-changed"  # its generation (spec) or labels changed
 
 
 @dataclass(frozen=True)

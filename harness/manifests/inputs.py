@@ -22,13 +22,9 @@ from cryptography.x509.oid import NameOID
 
 from harness.errors import HarnessError
 from watcher import pki
+from watcher.domain import KCP_NAMESPACE
 from watcher.model import Contract
-from watcher.render.kcp_manifests import (
-    GATEWAY_NAME,
-    KCP_NAMESPACE,
-    KcpManifestParams,
-    Runtime,
-)
+from watcher.render.kcp_manifests import GATEWAY_NAME, KcpManifestParams, Runtime
 from watcher.render.skr_manifests import NetworkPolicyMode, SkrManifestParams, kcp_port
 from watcher.render.watcher_cr import klm_watcher_dict
 

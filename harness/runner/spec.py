@@ -111,6 +111,7 @@ def environment_spec(
             busy=requeue.busy,
             error=requeue.error,
             warning=requeue.warning,
+            error_max=requeue.error_max,
         ),
         webhook_env=dict(webhook_env or {}),
         log_dir=log_dir,

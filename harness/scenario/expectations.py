@@ -89,8 +89,10 @@ class ReconcileExpectation(_Counted):
     optionally only those with one ``trigger`` and/or one ``outcome``."""
 
     kyma: Text
-    trigger: Literal["startup", "requeue-timer", "watch-event"] | None = None
-    outcome: Literal["success", "busy", "warning", "error"] | None = None
+    trigger: (
+        Literal["startup", "requeue-timer", "watch-event", "kyma-created", "kyma-changed"] | None
+    ) = None
+    outcome: Literal["success", "busy", "warning", "error", "skipped"] | None = None
 
 
 class RejectionExpectation(_Counted):

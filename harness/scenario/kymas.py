@@ -14,13 +14,14 @@ from pydantic import Field
 
 from harness.scenario.clusters import KCP, Skr
 from harness.scenario.values import DnsLabel, Labels, Model
-
-KCP_NAMESPACE = "kcp-system"
-SKR_NAMESPACE = "kyma-system"
-RUNTIME_ID_LABEL = "kyma-project.io/runtime-id"
-WATCHED_BY_LABEL = "operator.kyma-project.io/watched-by"
-MANAGED_BY_LABEL = "operator.kyma-project.io/managed-by"
-SKR_DOMAIN_ANNOTATION = "skr-domain"
+from watcher.domain import (
+    KCP_NAMESPACE,
+    MANAGED_BY_LABEL,
+    RUNTIME_ID_LABEL,
+    SKR_DOMAIN_ANNOTATION,
+    SKR_NAMESPACE,
+    WATCHED_BY_LABEL,
+)
 
 
 class Kyma(Model):

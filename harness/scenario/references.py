@@ -115,6 +115,7 @@ class _Checker:
         self.kcp_kymas = {k.name for k in s.effective_kymas if k.cluster == KCP} | {
             k.key for k in s.effective_kymas if k.cluster == KCP
         }
+        self.kcp_kymas |= set(_applied_kcp_kymas(s.steps))
 
     def add(self, problem: Problem) -> None:
         self.problems.append(problem)
@@ -347,6 +348,25 @@ class _Checker:
             self.manager((*loc, "latency", "manager"), e.latency.manager)
         if e.writes is not None and e.writes.cluster is not None:
             self.cluster((*loc, "writes", "cluster"), e.writes.cluster, skr_only=True)
+
+
+def _applied_kcp_kymas(steps: Iterable[Step]) -> Iterable[str]:
+    """Names (and ``namespace/name``) of the Kymas ``apply`` operations create in the KCP
+    while the scenario runs: expectations may name them too."""
+    for step in steps:
+        for _, ops in step.blocks():
+            for op in ops:
+                obj = op.apply.object if isinstance(op, ApplyOp) else None
+                if op_cluster(op) != KCP or not obj or obj.get("kind") != "Kyma":
+                    continue
+                meta = obj.get("metadata") or {}
+                name = str(meta.get("name", ""))
+                yield name
+                yield f"{meta.get('namespace') or 'kcp-system'}/{name}"
+
+
+def op_cluster(op: Any) -> str | None:
+    return op.apply.cluster if isinstance(op, ApplyOp) else None
 
 
 def check_references(scenario: Declared) -> list[Problem]:

@@ -13,8 +13,10 @@ class Requeue(Model):
 
     success: PositiveDuration = 300.0
     busy: PositiveDuration = 5.0
-    error: PositiveDuration = 2.0
+    error: PositiveDuration = 5.0
+    """The first retry after an error, doubled per consecutive error up to ``errorMax``."""
     warning: PositiveDuration = 30.0
+    error_max: PositiveDuration = 30.0
 
 
 class Settings(Model):

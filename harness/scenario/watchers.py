@@ -18,15 +18,10 @@ from harness.scenario.values import (
     Model,
     Resource,
 )
+from watcher.domain import KCP_NAMESPACE, MANAGED_BY_LABEL
 from watcher.errors import InvalidWatcher
-from watcher.render.watcher_cr import (
-    MANAGED_BY_LABEL,
-    klm_watcher_dict,
-    parse_watcher,
-    watcher_dict,
-)
+from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict
 
-KCP_NAMESPACE = "kcp-system"
 KLM_COMPONENT = "lifecycle-manager"
 KLM_WATCHER = "klm-watcher"
 

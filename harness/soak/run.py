@@ -35,7 +35,7 @@ from harness.environment import (
     WatcherEnvironment,
     watcher_environment,
 )
-from harness.environment.spec import SKR_KYMA_LABELS, WATCHED_BY_LABEL
+from harness.environment.spec import SKR_KYMA_LABELS
 from harness.expect.checks import percentile
 from harness.expect.match import MatchResult, ReceivedEvent, match_events
 from harness.kube import Resource, request
@@ -56,6 +56,7 @@ from harness.soak.model import (
 )
 from harness.soak.progress import SoakProgress
 from harness.soak.sampler import Sampler, Target, command_name
+from watcher.domain import WATCHED_BY_LABEL
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict
 
 SOAK_LABEL = "harness.kyma-project.io/soak"

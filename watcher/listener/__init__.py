@@ -7,6 +7,7 @@ TLS peer → runtime id = Subject CN (``certs``) → verify hooks (``verify``, `
 ``Listener`` (``server``) owns the server, stream and metrics; ``cli`` runs one.
 """
 
+from watcher.domain import SKR_DOMAIN_ANNOTATION
 from watcher.listener.certs import SubjectAltNames, runtime_id, subject_alt_names
 from watcher.listener.config import IdentityMode, ListenerConfig
 from watcher.listener.errors import (
@@ -22,7 +23,7 @@ from watcher.listener.errors import (
 )
 from watcher.listener.gateway_trust import TrustedGateways
 from watcher.listener.metrics import ListenerMetrics
-from watcher.listener.sanpin import SKR_DOMAIN_ANNOTATION, KymaLookup, san_pinning
+from watcher.listener.sanpin import KymaLookup, san_pinning
 from watcher.listener.server import Listener
 from watcher.listener.stream import EventStream, ListenerEvent
 from watcher.listener.tls import direct_mtls_context, gateway_mtls_context, server_context

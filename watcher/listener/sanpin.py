@@ -21,12 +21,12 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
 
+from watcher.domain import SKR_DOMAIN_ANNOTATION
 from watcher.listener.certs import SubjectAltNames, subject_alt_names
 from watcher.listener.errors import ClientCertificateError, VerificationFailed
 from watcher.listener.verify import VerifyHook, VerifyRequest
 from watcher.model import ObjectKey
 
-SKR_DOMAIN_ANNOTATION = "skr-domain"
 MAX_SANS = 100
 
 CATEGORY_TOO_MANY_SANS = "too-many-sans"

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.errors import CertificateError
 from watcher.model import Contract
 from watcher.render.envoy import (
@@ -39,7 +40,6 @@ from watcher.render.virtualservice import gateway_dict, render_virtual_service
 from watcher.render.watcher_cr import parse_watchers
 from watcher.render.webhook_config import ca_bundle_field
 
-KCP_NAMESPACE = "kcp-system"
 GATEWAY_NAME = "watcher-gateway"
 GATEWAY_TLS_SECRET = "watcher-gateway-tls"
 GATEWAY_CONFIG = "watcher-gateway-envoy"
@@ -50,8 +50,6 @@ ENVOY_UID = 101  # the envoy user of the official image
 CONFIG_DIR = "/etc/envoy/config"
 TLS_DIR = "/etc/envoy/tls"
 BOOTSTRAP_FILE = "envoy.json"
-RUNTIME_ID_LABEL = "kyma-project.io/runtime-id"
-SKR_DOMAIN_ANNOTATION = "skr-domain"
 MANAGED_BY = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 

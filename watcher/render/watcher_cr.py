@@ -22,12 +22,12 @@ from pydantic import (
     model_validator,
 )
 
+from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import InvalidWatcher
 from watcher.paths import validate_manager_name
 
 API_VERSION = "operator.kyma-project.io/v1beta2"
 KIND = "Watcher"
-MANAGED_BY_LABEL = "operator.kyma-project.io/managed-by"
 GATEWAY_SELECTOR_LABEL = "operator.kyma-project.io/watcher-gateway"
 DEFAULT_GATEWAY_SELECTOR: dict[str, Any] = {"matchLabels": {GATEWAY_SELECTOR_LABEL: "default"}}
 

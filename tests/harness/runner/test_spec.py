@@ -66,7 +66,7 @@ def test_watchers_listeners_and_settings() -> None:
         ("config-manager", ("cm-events", "kcp-system", 8084))
     ]
     assert spec.pin_san is False
-    assert spec.intervals == RequeueIntervals(success=10.0, busy=1.0, error=2.0, warning=30.0)
+    assert spec.intervals == RequeueIntervals(success=10.0, busy=1.0, error=5.0, warning=30.0)
 
 
 def test_defaults_are_klms_setup() -> None:

@@ -21,8 +21,8 @@ from harness.scenario import (
     load_scenarios,
     loads_scenario,
 )
-from harness.scenario.kymas import RUNTIME_ID_LABEL, WATCHED_BY_LABEL
 from harness.skr.certs import CertificateOverride
+from watcher.domain import RUNTIME_ID_LABEL, WATCHED_BY_LABEL
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher
 
 ROOT = Path(__file__).resolve().parents[3]

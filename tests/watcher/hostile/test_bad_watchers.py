@@ -24,10 +24,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.kcp.watcher_controller import valid_watcher
+from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import InvalidWatcher
 from watcher.render.envoy import GatewayListener, TlsFiles, XdsLayout, render_envoy
 from watcher.render.virtualservice import gateway_dict, render_virtual_service
-from watcher.render.watcher_cr import MANAGED_BY_LABEL, Watcher, parse_watcher, watcher_dict
+from watcher.render.watcher_cr import Watcher, parse_watcher, watcher_dict
 from watcher.render.webhook_config import UrlTarget, render_webhook_configuration
 
 CA_PEM = trustme.CA().cert_pem.bytes()

@@ -19,10 +19,11 @@ import pytest
 from aiohttp import web
 from hostile_http import build_request, exchange
 
+from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import ConfigError, InvalidWatcher
 from watcher.listener import Listener, ListenerConfig
 from watcher.paths import validate_manager_name
-from watcher.render.watcher_cr import MANAGED_BY_LABEL, parse_watcher, watcher_dict
+from watcher.render.watcher_cr import parse_watcher, watcher_dict
 from watcher.webhook.app import AdmissionConfig, AdmissionHandler, build_runner
 from watcher.webhook.delivery import Delivery
 from watcher.webhook.kcpclient import KcpResponse

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from harness.churn.admissions import admissions_made, admissions_routed, repeated_admissions
 from harness.churn.truth import Truth as ChurnTruth
@@ -17,9 +18,18 @@ from harness.expect.observations import ChurnSeen, Observations
 from harness.scenario import Truth
 
 
-def churns_for_truth(churns: Sequence[ChurnSeen]) -> list[ChurnSeen]:
+class Verifiable(Protocol):
+    @property
+    def verified(self) -> bool: ...
+
+
+V = TypeVar("V", bound=Verifiable)
+
+
+def churns_for_truth(churns: Sequence[V]) -> list[V]:
     """The churns a ``truth`` expectation covers: those no truth has checked yet, or (none
-    left) every churn of the scenario."""
+    left) every churn of the scenario (snapshots when judging, the runner's records when
+    marking them covered)."""
     pending = [c for c in churns if not c.verified]
     return pending or list(churns)
 

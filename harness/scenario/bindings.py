@@ -20,6 +20,7 @@ An unknown name is a located validation error with a "did you mean" hint.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+
+from harness.scenario.clusters import KCP, counted_skr_names
 
 REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 CLUSTER_FIELDS = ("name", "server", "kubeconfig", "runtimeId")
@@ -156,15 +159,13 @@ def instance_name(name: str, suffix: str) -> str:
     full = f"{name}-{suffix}"
     if len(full) <= 63:
         return full
-    import hashlib
-
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     return f"{full[:54].rstrip('-')}-{digest}"
 
 
 def _declared(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """Cluster names and listener components the (substituted) scenario declares."""
-    clusters = ["kcp"]
+    clusters = [KCP]
     skrs = (
         (data.get("clusters") or {}).get("skrs") if isinstance(data.get("clusters"), dict) else None
     )
@@ -173,8 +174,7 @@ def _declared(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
             s["name"] for s in skrs if isinstance(s, dict) and isinstance(s.get("name"), str)
         ]
     elif isinstance(skrs, dict) and isinstance(skrs.get("count"), int):
-        prefix = skrs.get("prefix", "skr")
-        clusters += [f"{prefix}-{i}" for i in range(1, skrs["count"] + 1)]
+        clusters += counted_skr_names(skrs["count"], skrs.get("prefix", "skr"))
     components = ["lifecycle-manager"]
     for lst in data.get("listeners") or []:
         if isinstance(lst, dict) and isinstance(lst.get("component"), str):

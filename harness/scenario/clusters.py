@@ -72,6 +72,11 @@ class Skr(Model):
         return f"kyma-{self.name}"
 
 
+def counted_skr_names(count: int, prefix: str = "skr") -> list[str]:
+    """``skrs: {count: 3}`` → ``skr-1``, ``skr-2``, ``skr-3``."""
+    return [f"{prefix}-{i}" for i in range(1, count + 1)]
+
+
 class Clusters(Model):
     """The KCP is implicit (cluster name ``kcp``); ``skrs`` lists at least one SKR, or
     says how many: ``skrs: {count: 3}`` is ``skr-1``, ``skr-2``, ``skr-3`` (``prefix``
@@ -90,7 +95,7 @@ class Clusters(Model):
                 raise ValueError(f"skrs as a mapping takes count and prefix, not {sorted(unknown)}")
             if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 50:
                 raise ValueError("skrs.count must be a whole number from 1 to 50")
-            data = {**data, "skrs": [{"name": f"{prefix}-{i}"} for i in range(1, count + 1)]}
+            data = {**data, "skrs": [{"name": n} for n in counted_skr_names(count, prefix)]}
         return data
 
     @property

@@ -356,17 +356,15 @@ def _applied_kcp_kymas(steps: Iterable[Step]) -> Iterable[str]:
     for step in steps:
         for _, ops in step.blocks():
             for op in ops:
-                obj = op.apply.object if isinstance(op, ApplyOp) else None
-                if op_cluster(op) != KCP or not obj or obj.get("kind") != "Kyma":
+                if not isinstance(op, ApplyOp) or op.apply.cluster != KCP:
+                    continue
+                obj = op.apply.object
+                if not obj or obj.get("kind") != "Kyma":
                     continue
                 meta = obj.get("metadata") or {}
                 name = str(meta.get("name", ""))
                 yield name
                 yield f"{meta.get('namespace') or 'kcp-system'}/{name}"
-
-
-def op_cluster(op: Any) -> str | None:
-    return op.apply.cluster if isinstance(op, ApplyOp) else None
 
 
 def check_references(scenario: Declared) -> list[Problem]:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
+from watcher.domain import KCP_NAMESPACE, MANAGED_BY_LABEL, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.errors import CertificateError
 from watcher.model import Contract
 from watcher.render.envoy import (
@@ -50,7 +50,7 @@ ENVOY_UID = 101  # the envoy user of the official image
 CONFIG_DIR = "/etc/envoy/config"
 TLS_DIR = "/etc/envoy/tls"
 BOOTSTRAP_FILE = "envoy.json"
-MANAGED_BY = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
+MANAGED_BY = {MANAGED_BY_LABEL: "lifecycle-manager"}
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import CertificateError
 
 NAME = "skr-webhook"
@@ -60,7 +61,7 @@ def _labels(settings: SkrBundleSettings) -> dict[str, str]:
         "app": settings.name,
         "app.kubernetes.io/name": settings.name,
         "app.kubernetes.io/component": "runtime-watcher",
-        "operator.kyma-project.io/managed-by": "lifecycle-manager",
+        MANAGED_BY_LABEL: "lifecycle-manager",
     }
 
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import CertificateError
 from watcher.model import Contract
 from watcher.render.skr_bundle import (
@@ -48,7 +49,7 @@ RUN_AS_USER = 10001
 RUN_AS_GROUP = 30001
 PRIORITY_CLASS = "skr-webhook-priority"
 PRIORITY_VALUE = 1_000_000_000
-MANAGED_BY = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
+MANAGED_BY = {MANAGED_BY_LABEL: "lifecycle-manager"}
 
 NetworkPolicyMode = Literal["upstream", "portable", "none"]
 """``upstream``: the API server reaches the webhook through Gardener's ``vpn-shoot`` (as in

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from watcher.domain import MANAGED_BY_LABEL
+from watcher.domain import MANAGED_BY_LABEL, WATCHED_BY_LABEL
 from watcher.errors import InvalidWatcher
 from watcher.paths import validate_manager_name
 
@@ -389,7 +389,7 @@ def klm_watcher_dict(*, uid: str | None = None) -> dict[str, Any]:
         namespace="kcp-system",
         manager="lifecycle-manager",
         labels={MANAGED_BY_LABEL: "lifecycle-manager"},
-        labels_to_watch={"operator.kyma-project.io/watched-by": "kyma"},
+        labels_to_watch={WATCHED_BY_LABEL: "kyma"},
         resource=("operator.kyma-project.io", "*", "kymas"),
         field="spec",
         service=("klm-controller-manager-events", "kcp-system", 8082),

@@ -15,13 +15,14 @@ from typing import Any, Literal
 
 from cryptography import x509
 
+from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import CertificateError, InvalidWatcher
 from watcher.paths import validate_path
 from watcher.render.watcher_cr import Watcher
 
 CONFIGURATION_NAME = "skr-webhook"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
-DEFAULT_LABELS: Mapping[str, str] = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
+DEFAULT_LABELS: Mapping[str, str] = {MANAGED_BY_LABEL: "lifecycle-manager"}
 
 FailurePolicy = Literal["Ignore", "Fail"]
 

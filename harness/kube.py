@@ -37,10 +37,15 @@ WatchType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
 class KubeError(HarnessError, RuntimeError):
     """An API request failed; ``status`` is the HTTP status (0 when none was received)."""
 
-    def __init__(self, message: str, *, status: int = 0, reason: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: int = 0, reason: str = "", reached: bool = True
+    ) -> None:
+        """``reached``: the request may have reached the server (False only when the
+        connection was never made: refused, unresolvable, TLS handshake failed)."""
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.reached = reached
 
 
 class NotFound(KubeError, LookupError):
@@ -161,7 +166,8 @@ async def request(
     except ApiException as exc:
         raise _error(exc.status or 0, method, path, exc.body) from None
     except (aiohttp.ClientError, TimeoutError) as exc:
-        raise KubeError(f"{method} {path} failed: {exc!r}") from exc
+        reached = not isinstance(exc, aiohttp.ClientConnectorError)
+        raise KubeError(f"{method} {path} failed: {exc!r}", reached=reached) from exc
     return cast(Obj, result or {})
 
 

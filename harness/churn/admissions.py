@@ -18,7 +18,7 @@ explained (:func:`harness.expect.match.match_events`, ``repeats``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -44,22 +44,37 @@ def webhook_calls(metrics_text: str) -> dict[str, float]:
     return calls
 
 
+Gap = AdmissionCounts | None
+"""An API server's downtime during a churn: its counters as last read before it stopped
+(``None``: unreadable). Counters live in the process, so the next incarnation counts from
+zero."""
+
+
 def admissions_made(
     before: AdmissionCounts | None,
     after: AdmissionCounts | None,
     webhooks: Mapping[str, str],
+    gaps: Sequence[Gap] = (),
 ) -> dict[str, int] | None:
     """Manager → admissions between two readings, over the webhooks of ``webhooks``
-    (webhook name → manager). ``None`` when a reading is missing or a counter went down
-    (the API server restarted in between: the count is unknown)."""
-    if before is None or after is None:
-        return None
+    (webhook name → manager), summed over the API server's incarnations when ``gaps``
+    says where it stopped. ``None`` when a reading is missing or a counter went down
+    within one incarnation (an unannounced restart: the count is unknown).
+
+    Admissions between the reading before a stop and the process's exit are not counted;
+    they are few (the server stops listening at once) and undercounting only makes the
+    duplicate check stricter."""
+    starts: list[AdmissionCounts | None] = [before, *({} for _ in gaps)]
+    ends: list[AdmissionCounts | None] = [*gaps, after]
     made: Counter[str] = Counter()
-    for name, manager in webhooks.items():
-        delta = after.get(name, 0.0) - before.get(name, 0.0)
-        if delta < 0:
+    for start, end in zip(starts, ends, strict=True):
+        if start is None or end is None:
             return None
-        made[manager] += round(delta)
+        for name, manager in webhooks.items():
+            delta = end.get(name, 0.0) - start.get(name, 0.0)
+            if delta < 0:
+                return None
+            made[manager] += round(delta)
     return dict(made)
 
 

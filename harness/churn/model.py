@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -112,6 +113,44 @@ class Mutation:
         )
 
 
+class WriteFailure(StrEnum):
+    """What a failed write did on the API server — what the ground truth may assume.
+
+    * ``refused``: nothing (connection refused, 404, 422, 503 before serving, ...): no
+      admission, no change, no event;
+    * ``admitted``: validating admission ran, then storage refused: a CREATE answered 409
+      AlreadyExists (``registry.Store.Create`` calls the webhooks before the storage
+      create) — the webhook saw it and may send an event, the object is unchanged;
+    * ``unknown``: the request may have been applied (the connection broke after it was
+      sent, a timeout, a 500/504) — its event and the object's state after it are unknown.
+    """
+
+    REFUSED = "refused"
+    ADMITTED = "admitted"
+    UNKNOWN = "unknown"
+
+
+def write_failure(operation: MutationOp, status: int, reached: bool) -> WriteFailure:
+    """Classify a failed write by its HTTP status (0 = no answer) and whether the request
+    may have reached the server."""
+    if status == 0:
+        return WriteFailure.UNKNOWN if reached else WriteFailure.REFUSED
+    if status == 409 and operation == "create":
+        return WriteFailure.ADMITTED
+    if status in (500, 504):
+        return WriteFailure.UNKNOWN
+    return WriteFailure.REFUSED
+
+
+class WriteFailed(Exception):
+    """Raised by a churn ``write`` that knows how its write failed (see ``WriteFailure``);
+    any other exception counts as ``refused``."""
+
+    def __init__(self, message: str, failure: WriteFailure) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
 @dataclass(frozen=True)
 class ExecutedMutation:
     """What happened to one mutation. Times come from the runner's clock, which must be the
@@ -124,13 +163,15 @@ class ExecutedMutation:
     error: str = ""
     labels_before: Mapping[str, str] = field(default_factory=frozen_map, hash=False)
     labels_after: Mapping[str, str] = field(default_factory=frozen_map, hash=False)
+    failure: WriteFailure | None = None
+    """How a failed write failed (``None`` when ``ok``; ``refused`` unless known better)."""
 
     @property
     def id(self) -> int:
         return self.mutation.id
 
     def describe(self) -> str:
-        outcome = "ok" if self.ok else f"failed: {self.error}"
+        outcome = "ok" if self.ok else f"failed ({self.failure or 'refused'}): {self.error}"
         times = f"sent {self.sent_at:.3f} acked {self.acked_at:.3f}"
         return f"{self.mutation.describe()} {times} {outcome}"
 

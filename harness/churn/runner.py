@@ -27,6 +27,8 @@ from harness.churn.model import (
     ExecutedMutation,
     Mutation,
     ObjectId,
+    WriteFailed,
+    WriteFailure,
     frozen_map,
     labels_of,
 )
@@ -86,12 +88,18 @@ async def run_churn(
             try:
                 answer = await write(m)
             except asyncio.CancelledError:
-                record(ExecutedMutation(m, sent_at, clock(), False, "cancelled", before, before))
+                unknown = WriteFailure.UNKNOWN  # it may have reached the server
+                cancelled = ExecutedMutation(
+                    m, sent_at, clock(), False, "cancelled", before, before, unknown
+                )
+                record(cancelled)
                 raise
             except Exception as exc:  # recorded, not fatal: the churn goes on
-                error = f"{type(exc).__name__}: {exc}"
-                logger.debug("churn write %s failed: %s", m.describe(), error)
-                record(ExecutedMutation(m, sent_at, clock(), False, error, before, before))
+                failed = isinstance(exc, WriteFailed)
+                error = str(exc) if failed else f"{type(exc).__name__}: {exc}"
+                failure = exc.failure if isinstance(exc, WriteFailed) else WriteFailure.REFUSED
+                logger.debug("churn write %s failed (%s): %s", m.describe(), failure, error)
+                record(ExecutedMutation(m, sent_at, clock(), False, error, before, before, failure))
                 return
             acked_at = clock()
             after = _labels_after(m, answer)

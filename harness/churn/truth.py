@@ -15,9 +15,14 @@ Watcher's webhook when
   CREATE, the old labels on DELETE, the old *or* the new labels on UPDATE;
 * the Watcher's webhook was active: see ``Rule.since``/``until`` and ``settle`` below.
 
-Only writes the API server accepted count (``ExecutedMutation.ok``); a failed write is
-taken as not applied. The objects' states are replayed from the accepted writes (merge
-patches applied to the last state), so the review carries real old and new objects.
+Writes the API server accepted (``ExecutedMutation.ok``) count; the objects' states are
+replayed from them (merge patches applied to the last state), so the review carries real
+old and new objects. A failed write counts by what it did (``WriteFailure``): a refused
+one not at all; an *admitted* one (a CREATE answered 409: the webhook saw it, storage
+refused it) may cause an event and leaves the state alone; one of *unknown* effect (the
+connection broke after sending, a 500/504) may cause an event, and from then on the
+object's state is unknown — every later write to it that the rule's resource covers may
+or may not cause an event, whatever its labels.
 
 **Coalescing rule.** For each (manager, runtime id, object), let k be the number of
 (write, webhook) pairs whose decision is "send". The webhook coalesces identical pending
@@ -53,6 +58,7 @@ from harness.churn.model import (
     KindInfo,
     Mutation,
     ObjectId,
+    WriteFailure,
     apply_merge_patch,
     frozen_map,
 )
@@ -105,6 +111,16 @@ class Rule:
         self, mutation: Mutation, before: Mapping[str, str], after: Mapping[str, str]
     ) -> bool:
         """Whether the API server calls this webhook for ``mutation`` (labels from the write)."""
+        if not self.handles(mutation):
+            return False
+        if mutation.operation == "create":
+            return self.selects(after)
+        if mutation.operation == "delete":
+            return self.selects(before)
+        return self.selects(before) or self.selects(after)
+
+    def handles(self, mutation: Mutation) -> bool:
+        """Whether the rule covers ``mutation``'s resource and operation (labels aside)."""
         kind = mutation.kind
         if not all(
             mine in ("*", theirs)
@@ -115,13 +131,7 @@ class Rule:
             )
         ):
             return False
-        if (self.field == "status") != (mutation.operation == "status-update"):
-            return False
-        if mutation.operation == "create":
-            return self.selects(after)
-        if mutation.operation == "delete":
-            return self.selects(before)
-        return self.selects(before) or self.selects(after)
+        return (self.field == "status") == (mutation.operation == "status-update")
 
     def selects(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.labels.items())
@@ -269,11 +279,12 @@ def ground_truth(
     ``runtime_ids`` maps a cluster name to its runtime id; unknown clusters raise KeyError
     naming them.
     """
-    done = sorted((e for e in executed if e.ok), key=lambda e: (e.sent_at, e.id))
+    done = sorted((e for e in executed if _reached_admission(e)), key=lambda e: (e.sent_at, e.id))
     missing = sorted({e.mutation.cluster for e in done} - set(runtime_ids))
     if missing:
         raise KeyError(f"no runtime id for clusters {missing}")
     states: dict[ObjectId, Any] = {}
+    unknown_state: set[ObjectId] = set()
     groups: dict[EventKey, tuple[str, GroupVersionKind, list[Cause], list[Cause]]] = {}
     deliveries: list[Delivery] = []
     objects: set[tuple[str, str, str, str, str]] = set()
@@ -281,30 +292,36 @@ def ground_truth(
         m = ex.mutation
         runtime = runtime_ids[m.cluster]
         objects.add((runtime, m.namespace, m.name, m.kind.group, m.kind.kind))
+        # After a write of unknown effect the replayed state may be wrong, so every later
+        # write to the object may or may not cause an event (labels and decision unknown).
+        guessing = m.object_id in unknown_state
+        if ex.failure is WriteFailure.UNKNOWN:
+            unknown_state.add(m.object_id)
         old = states.get(m.object_id)
         new = _apply(old, m)
-        if new is None:
-            states.pop(m.object_id, None)
-        else:
-            states[m.object_id] = new
+        if ex.ok:
+            if new is None:
+                states.pop(m.object_id, None)
+            else:
+                states[m.object_id] = new
+        after = ex.labels_after if ex.ok else m.labels_after  # what the request carried
         review = admission_review(m, old, new)
         for rule in rules:
-            if not rule.routes(m, ex.labels_before, ex.labels_after):
+            if not (rule.handles(m) if guessing else rule.routes(m, ex.labels_before, after)):
                 continue
             certainty = rule.activity(ex.sent_at, ex.acked_at, settle)
             if certainty == "inactive":
                 continue
+            if guessing or not ex.ok:
+                certainty = "uncertain"
             decision = decide(review, manager=rule.manager)
             label = rule.name or rule.manager
-            deliveries.append(
-                Delivery(m.id, label, rule.manager, decision.send, decision.reason, certainty)
-            )
-            if not decision.send or decision.event is None:
+            send = decision.send or guessing
+            deliveries.append(Delivery(m.id, label, rule.manager, send, decision.reason, certainty))
+            if not send:
                 continue
-            watched, gvk = decision.event.watched, decision.event.watched_gvk
-            key = EventKey(
-                rule.manager, runtime, watched.namespace, watched.name, gvk.group, gvk.kind
-            )
+            gvk = m.kind.gvk
+            key = EventKey(rule.manager, runtime, m.namespace, m.name, gvk.group, gvk.kind)
             entry = groups.setdefault(key, (m.cluster, gvk, [], []))
             cause = Cause(m.id, label, ex.sent_at, ex.acked_at)
             (entry[2] if certainty == "active" else entry[3]).append(cause)
@@ -313,6 +330,11 @@ def ground_truth(
         for key, (cluster, gvk, req, opt) in sorted(groups.items())
     )
     return Truth(expected, tuple(deliveries), frozenset(objects))
+
+
+def _reached_admission(ex: ExecutedMutation) -> bool:
+    """Accepted, or failed after (maybe) reaching the webhooks (``WriteFailure``)."""
+    return ex.ok or ex.failure in (WriteFailure.ADMITTED, WriteFailure.UNKNOWN)
 
 
 def _apply(old: Any, m: Mutation) -> Any:

@@ -43,7 +43,7 @@ def write_latencies(obs: Observations, manager: str | None) -> list[float]:
 def judge(lat: Latency, obs: Observations) -> Check:
     churns = window_churns(obs)
     if churns:
-        samples: Sequence[float] = match(obs, churns, lat.manager).latency_values
+        samples: Sequence[float] = match(obs, churns, lat.manager)[0].latency_values
         source = "churn writes"
     else:
         samples = write_latencies(obs, lat.manager)

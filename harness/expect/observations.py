@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.churn.admissions import AdmissionCounts
+from harness.churn.admissions import AdmissionCounts, Gap
 from harness.churn.model import ExecutedMutation
 from harness.churn.plan import ChurnSpec
 from harness.churn.truth import Rule
@@ -61,6 +61,7 @@ class ChurnSeen:
     verified: bool = False  # an earlier ``truth`` already covered it
     admissions_before: Mapping[str, AdmissionCounts | None] = field(default_factory=dict)
     admissions_after: Mapping[str, AdmissionCounts | None] = field(default_factory=dict)
+    admission_gaps: Mapping[str, tuple[Gap, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,9 @@ class ChurnRecord:
     admissions_after: dict[str, AdmissionCounts | None] = field(default_factory=dict)
     """Per SKR: the API server's webhook call counters before and after the churn
     (``harness.churn.admissions``; ``None`` where they could not be read)."""
+    admission_gaps: dict[str, list[AdmissionCounts | None]] = field(default_factory=dict)
+    """Per SKR: the counters read before each stop of its API server during the churn
+    (``harness.churn.admissions.Gap``)."""
 
     @property
     def finished(self) -> bool:

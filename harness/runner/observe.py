@@ -42,6 +42,7 @@ def churn_seen(churn: ChurnRecord) -> ChurnSeen:
         verified=churn.verified,
         admissions_before=dict(churn.admissions_before),
         admissions_after=dict(churn.admissions_after),
+        admission_gaps={cluster: tuple(gaps) for cluster, gaps in churn.admission_gaps.items()},
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import aiohttp
 
 from harness.churn.admissions import AdmissionCounts, webhook_calls
-from harness.churn.model import Mutation
+from harness.churn.model import Mutation, WriteFailed, write_failure
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
 from harness.expect.observations import ObjectsSeen
 from harness.faults import Fault
@@ -37,6 +37,7 @@ from harness.kube import (
     get,
     list_objects,
     merge_patch,
+    request,
 )
 from harness.report.model import ProcessRecordLike
 from harness.scenario import KCP, ResourceRef, Selection
@@ -375,13 +376,22 @@ class LiveSession:
         return await delete(self._api(cluster), resource_of_ref(ref), name, namespace or None)
 
     async def write(self, mutation: Mutation) -> Any:
+        try:
+            return await self._write(mutation)
+        except KubeError as exc:
+            failure = write_failure(mutation.operation, exc.status, exc.reached)
+            raise WriteFailed(f"{type(exc).__name__}: {exc}", failure) from exc
+
+    async def _write(self, mutation: Mutation) -> Any:
         kind = mutation.kind
         resource = Resource(kind.group, kind.version, kind.resource, kind.kind)
         api = self._api(mutation.cluster)
         if mutation.operation == "create":
             return await create(api, resource, mutation.payload() or {})
         if mutation.operation == "delete":
-            return await delete(api, resource, mutation.name, mutation.namespace)
+            # Not ``delete()``: it takes 404 as done, but a churn delete of an object that
+            # was never created (its create failed) is a failed write — no admission, no event.
+            return await request(api, "DELETE", resource.path(mutation.namespace, mutation.name))
         return await merge_patch(
             api,
             resource,

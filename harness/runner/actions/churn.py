@@ -39,12 +39,13 @@ async def admission_counts(ctx: RunContext, clusters: Sequence[str]) -> dict[str
 
 
 async def execute(ctx: RunContext, record: ChurnRecord) -> None:
+    """Send the plan; the counters before were read by the caller (see :func:`run`)."""
+
     def executed(item: ExecutedMutation) -> None:
         record.executed.append(item)
         ctx.executed(item)
 
     clusters = record.spec.clusters
-    record.admissions_before = await admission_counts(ctx, clusters)
     record.result = await run_churn(
         record.plan,
         ctx.session.write,
@@ -59,7 +60,13 @@ async def execute(ctx: RunContext, record: ChurnRecord) -> None:
 
 async def run(ctx: RunContext, op: Churn) -> None:
     spec = churn_spec(op, len(ctx.churns))
-    record = ChurnRecord(spec=spec, plan=make_plan(spec), started_at=ctx.clock())
+    # Read before the churn starts, and before a background churn returns: reading an API
+    # server's /metrics may take a second on a loaded machine, and a scenario's next
+    # operation (``wait: 2s``, then a fault) must count from the churn's first write.
+    before = await admission_counts(ctx, spec.clusters)
+    record = ChurnRecord(
+        spec=spec, plan=make_plan(spec), started_at=ctx.clock(), admissions_before=before
+    )
     ctx.churns.append(record)
     if op.background:
         record.task = spawn(execute(ctx, record), f"churn-{len(ctx.churns)}")

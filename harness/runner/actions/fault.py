@@ -1,10 +1,12 @@
 """``fault``: stop/start/kill/restart a part, Envoy fault injection on KCP routes, or a
-certificate rotation; each becomes a timeline entry."""
+certificate rotation; each becomes a timeline entry. Before an SKR API server stops, the
+running churns on it note its webhook call counters (the next incarnation counts from 0)."""
 
 from __future__ import annotations
 
+from harness.faults import Fault
 from harness.report.model import TimelineKind
-from harness.runner.context import RunContext
+from harness.runner.context import ChurnRecord, RunContext
 from harness.scenario import KcpFault, ProcessFault, RotateFault
 
 
@@ -13,6 +15,11 @@ async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault) -> Non
     target: str
     action: str
     if isinstance(op, ProcessFault | RotateFault):
+        churns = _churns_on(ctx, op.fault)
+        if churns and op.fault.action in ("stop", "kill", "restart"):
+            reading = await ctx.session.admission_counts(op.fault.name)
+            for churn in churns:
+                churn.admission_gaps.setdefault(op.fault.name, []).append(reading)
         record = await ctx.session.fault(op.fault)
         target, action, detail = record.target, record.action, record.detail
     else:
@@ -32,3 +39,12 @@ async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault) -> Non
                 spec.abort_status
             )
     ctx.report.event(TimelineKind.FAULT, target, action, detail, at=at)
+
+
+def _churns_on(ctx: RunContext, fault: Fault) -> list[ChurnRecord]:
+    """Running churns on the cluster whose API server ``fault`` stops or starts: its
+    webhook call counters restart from zero, so the churn notes them before the stop
+    (``harness.churn.admissions.admissions_made``)."""
+    if fault.kind != "apiserver":
+        return []
+    return [c for c in ctx.churns if not c.finished and fault.name in c.spec.clusters]

@@ -45,6 +45,16 @@ def test_admissions_made_between_two_readings() -> None:
     assert admissions_made(after, before, hooks) is None
 
 
+def test_admissions_made_over_restarts_sum_the_incarnations() -> None:
+    """Each restart's counters start from zero; the gap holds the last reading before."""
+    hooks = {"a.example.com": "klm"}
+    gaps = [{"a.example.com": 9.0}, {"a.example.com": 2.0}]
+    made = admissions_made({"a.example.com": 4.0}, {"a.example.com": 3.0}, hooks, gaps)
+    assert made == {"klm": (9 - 4) + 2 + 3}
+    # A reading that failed (the server was already down) makes the count unknown.
+    assert admissions_made({}, {}, hooks, [None]) is None
+
+
 def mutation(i: int, op: str, at: float) -> ExecutedMutation:
     labels = frozen_map({"operator.kyma-project.io/watched-by": "kyma"})
     body = (

@@ -8,7 +8,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.churn.model import CONFIGMAPS, KYMAS, ExecutedMutation, KindInfo, Mutation, MutationOp
+from harness.churn.model import (
+    CONFIGMAPS,
+    KYMAS,
+    ExecutedMutation,
+    KindInfo,
+    Mutation,
+    MutationOp,
+    WriteFailure,
+)
 from harness.churn.plan import ChurnSpec, make_plan
 from harness.churn.truth import Rule, ground_truth, rules_from_watchers
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher
@@ -131,6 +139,49 @@ def test_failed_writes_cause_nothing_and_runtime_ids_separate_clusters() -> None
         ("rt-a", "skr-a", (0,)),
         ("rt-b", "skr-b", (1,)),
     ]
+
+
+def _failed(m: Mutation, failure: WriteFailure) -> ExecutedMutation:
+    return ExecutedMutation(
+        m, m.at, m.at + 0.01, False, failure.value, m.labels_before, m.labels_before, failure
+    )
+
+
+def test_a_delete_of_a_never_created_object_expects_nothing() -> None:
+    """The create was refused (the API server was down), the delete answered 404."""
+    w = Writer()
+    w.add("create", "k1", body={"spec": {"channel": "regular"}}, labels=WATCHED)
+    w.add("delete", "k1")
+    executed = [_failed(m, WriteFailure.REFUSED) for m in w.plan]
+    assert ground_truth(executed, KLM, RUNTIMES).expected == ()
+
+
+def test_a_create_answered_409_was_admitted_so_its_event_is_optional() -> None:
+    w = Writer()
+    w.add("create", "k1", body={"spec": {"channel": "regular"}}, labels=WATCHED)
+    w.add("delete", "k1")  # refused: the object stays
+    w.add("create", "k1", body={"spec": {"channel": "fast"}}, labels=WATCHED)
+    executed = executed_all(w.plan)
+    executed[1] = _failed(w.plan[1], WriteFailure.REFUSED)
+    executed[2] = _failed(w.plan[2], WriteFailure.ADMITTED)
+    (exp,) = ground_truth(executed, KLM, RUNTIMES).expected
+    assert exp.caused_by == (0,) and [c.mutation_id for c in exp.optional_causes] == [2]
+    assert exp.bounds == (1, 2)
+
+
+def test_after_a_write_of_unknown_effect_the_object_expects_anything_bounded() -> None:
+    """The label flip may have removed the watched label: the spec update after it may or
+    may not reach the webhook, so it is not required (the flip itself changes no spec)."""
+    w = Writer()
+    w.add("create", "k1", body={"spec": {"channel": "regular"}}, labels=WATCHED)
+    w.add("label-flip", "k1", labels={})
+    w.add("spec-update", "k1", body={"spec": {"channel": "fast"}})
+    w.add("status-update", "k1", body={"status": {"state": "Ready"}})  # not a spec rule's
+    executed = executed_all(w.plan)
+    executed[1] = _failed(w.plan[1], WriteFailure.UNKNOWN)
+    (exp,) = ground_truth(executed, KLM, RUNTIMES).expected
+    assert exp.caused_by == (0,)
+    assert [c.mutation_id for c in exp.optional_causes] == [2]
 
 
 def test_two_watchers_of_one_manager_count_twice() -> None:

@@ -117,6 +117,14 @@ WATCHERS = Resource("operator.kyma-project.io", "v1beta2", "watchers", "Watcher"
 KYMAS = Resource("operator.kyma-project.io", "v1beta2", "kymas", "Kyma")
 GATEWAYS = Resource("networking.istio.io", "v1beta1", "gateways", "Gateway")
 VIRTUAL_SERVICES = Resource("networking.istio.io", "v1beta1", "virtualservices", "VirtualService")
+SECRETS = Resource("", "v1", "secrets", "Secret")
+MODULE_TEMPLATES = Resource(
+    "operator.kyma-project.io", "v1beta2", "moduletemplates", "ModuleTemplate"
+)
+MODULE_RELEASE_METAS = Resource(
+    "operator.kyma-project.io", "v1beta2", "modulereleasemetas", "ModuleReleaseMeta"
+)
+MANIFESTS = Resource("operator.kyma-project.io", "v1beta2", "manifests", "Manifest")
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

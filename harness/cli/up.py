@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +93,29 @@ def print_state(state: dict[str, Any]) -> None:
         print(f"webhook {skr}: {hook['url']} metrics {hook['metrics']}")
 
 
-async def up(count: int, name: str) -> None:
+def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
+    """One line per event the Lifecycle Manager receives and per reconcile it runs, so a
+    user who changes an SKR Kyma with kubectl sees the flow they caused."""
+    from harness.kcp.reconciler import Reconcile
+    from watcher.listener import ListenerEvent
+
+    def clock(at: float) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at * 1000) % 1000:03d}"
+
+    def event(e: ListenerEvent) -> None:
+        w, kind = e.event.watched, e.event.watched_gvk.kind
+        write(f"{clock(e.received_at)} event      {e.runtime_id}: {kind} {w.namespace}/{w.name}")
+
+    def reconcile(r: Reconcile) -> None:
+        triggers = ",".join(sorted(t.value for t in r.triggers))
+        took = f"{r.duration * 1000:.0f} ms"
+        write(f"{clock(r.at)} reconcile  {r.kyma} ({triggers}) → {r.outcome.value}, {took}")
+
+    env.klm.observers.append(event)
+    env.klm.reconciler.observers.append(reconcile)
+
+
+async def up(count: int, name: str, *, live: bool = True) -> None:
     from harness.environment import watcher_environment
 
     path = state_file(name)
@@ -112,6 +135,9 @@ async def up(count: int, name: str) -> None:
         try:
             print_state(state)
             print("Ctrl-C (or `watcher-harness down`) stops everything.", flush=True)
+            if live:
+                print("live: events received and reconciles (--quiet hides them)", flush=True)
+                live_view(env, lambda line: print(line, flush=True))
             await stop.wait()
         finally:
             path.unlink(missing_ok=True)
@@ -204,6 +230,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="run in the background; return when ready (stop with `down`)",
     )
+    p_up.add_argument(
+        "--quiet", action="store_true", help="no live lines for events and reconciles"
+    )
     p_up.set_defaults(func=run)
     p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
     p_down.add_argument("name", nargs="?", default="default")
@@ -221,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
     if args.detach:
         return detach(args.skrs, args.name)
     try:
-        asyncio.run(up(args.skrs, args.name))
+        asyncio.run(up(args.skrs, args.name, live=not args.quiet))
     except (HarnessError, WatcherError) as exc:
         print(f"watcher-harness: {exc}", file=sys.stderr)
         return 1

@@ -6,8 +6,10 @@ gateway (Envoy) and its VirtualService sync → KLM stand-in
 (its listener registered as ``klm-controller-manager-events.kcp-system:8082``) and the
 spec's extra listeners → SKR fleet (certificates, webhook processes — or in-cluster
 Deployments, ``harness.environment.hosting`` —, webhook configurations) → Watcher
-controller, whose Watcher changes re-render every SKR's configuration at once → Kymas →
-the spec's Watchers (routes and wiring awaited).
+controller, whose Watcher changes re-render every SKR's configuration at once → Kymas
+(kubeconfig Secret and KCP Kyma per SKR, as provisioning writes them; the Lifecycle
+Manager creates the SKR Kymas; Ready awaited) → the spec's Watchers (routes and wiring
+awaited).
 ``AsyncExitStack`` unwinds in reverse, also when a step fails.
 """
 
@@ -30,14 +32,29 @@ from harness.environment.hosting import (
     skr_installation,
 )
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
-from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, SKR_KYMA_LABELS, EnvironmentSpec
+from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
+from harness.kcp.kyma.reconcile import KymaReconcile
+from harness.kcp.kyma.skr_access import SkrClients, kubeconfig_secret
 from harness.kcp.lifecycle_manager import LifecycleManager
+from harness.kcp.manifest_controller import ManifestController
 from harness.kcp.mesh import GatewayMesh
 from harness.kcp.watcher_controller import WatcherController, valid_watcher
-from harness.kube import GATEWAYS, KYMAS, WATCHERS, apply_crds, create_or_replace, ensure_namespace
+from harness.kcp.workqueue import Trigger
+from harness.kube import (
+    GATEWAYS,
+    KYMAS,
+    MODULE_RELEASE_METAS,
+    MODULE_TEMPLATES,
+    SECRETS,
+    WATCHERS,
+    apply_crds,
+    create_or_replace,
+    ensure_namespace,
+    get,
+)
 from harness.skr.fleet import SkrFleet
 from watcher import pki
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION, SKR_NAMESPACE
@@ -51,9 +68,20 @@ logger = logging.getLogger("harness.environment")
 CRD_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
 
 
-async def _create_kymas(env: WatcherEnvironment) -> None:
+async def _provision_kymas(env: WatcherEnvironment, within: float = 30.0) -> None:
+    """The module catalog; then what provisioning does per SKR: the kubeconfig Secret,
+    then the KCP Kyma. The
+    Lifecycle Manager takes it from there (SKR CRDs, SKR Kyma, status); wait until every
+    Kyma is Ready, so a scenario starts from reconciled Kymas."""
     await ensure_namespace(env.kcp_api, KCP_NAMESPACE)
+    for obj in env.spec.catalog:
+        resource = MODULE_TEMPLATES if obj["kind"] == "ModuleTemplate" else MODULE_RELEASE_METAS
+        await create_or_replace(env.kcp_api, resource, obj)
     for skr in env.spec.skrs:
+        kubeconfig = env.clusters[skr.name].kubeconfig_embedded
+        await create_or_replace(env.kcp_api, SECRETS, kubeconfig_secret(skr.kyma_name, kubeconfig))
+        if not skr.create_kyma:
+            continue
         await create_or_replace(
             env.kcp_api,
             KYMAS,
@@ -69,22 +97,27 @@ async def _create_kymas(env: WatcherEnvironment) -> None:
                 "spec": {"channel": "regular"},
             },
         )
-        skr_api = env.skr_apis[skr.name]
-        await ensure_namespace(skr_api, SKR_NAMESPACE)
-        await create_or_replace(
-            skr_api,
-            KYMAS,
-            {
-                "apiVersion": "operator.kyma-project.io/v1beta2",
-                "kind": "Kyma",
-                "metadata": {
-                    "name": "default",
-                    "namespace": SKR_NAMESPACE,
-                    "labels": {**SKR_KYMA_LABELS, RUNTIME_ID_LABEL: skr.runtime_id},
-                },
-                "spec": {"channel": "regular"},
-            },
-        )
+    kymas = [s.kyma_name for s in env.spec.skrs if s.create_kyma]
+    await asyncio.gather(*(_wait_ready(env, name, within) for name in kymas))
+
+
+async def _wait_ready(env: WatcherEnvironment, name: str, within: float) -> None:
+    state, operation = "", ""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                kyma = await get(env.kcp_api, KYMAS, name, KCP_NAMESPACE)
+                status = (kyma or {}).get("status") or {}
+                state = status.get("state", "")
+                operation = (status.get("lastOperation") or {}).get("operation", "")
+                if state == "Ready":
+                    return
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise HarnessError(
+            f"Kyma {KCP_NAMESPACE}/{name} not Ready within {within:g} s "
+            f"(state {state or 'none'}: {operation or 'never reconciled'})"
+        ) from None
 
 
 def _wire_after_routes(
@@ -157,11 +190,8 @@ async def watcher_environment(
             s.name: await stack.enter_async_context(clusters[s.name].api_client())
             for s in spec.skrs
         }
-        crd_files = [CRD_DIR / f"{n}.yaml" for n in ("watcher", "kyma", "istio")]
-        await asyncio.gather(
-            apply_crds(kcp_api, crd_files),
-            *(apply_crds(api, [CRD_DIR / "kyma.yaml"]) for api in skr_apis.values()),
-        )
+        names = ("watcher", "kyma", "istio", "catalog", "manifest")
+        await apply_crds(kcp_api, [CRD_DIR / f"{n}.yaml" for n in names])
 
         host_address = await resolve_host_address(spec, backend)
         ca = pki.create_ca(common_name="kcp-ca-1")
@@ -185,9 +215,13 @@ async def watcher_environment(
         await ensure_namespace(kcp_api, KCP_NAMESPACE)
         await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
 
+        skr_clients = SkrClients(kcp_api)
+        stack.push_async_callback(skr_clients.aclose)
         klm = await stack.enter_async_context(
             LifecycleManager(
                 kcp_api,
+                reconcile=KymaReconcile(kcp_api, skr_clients),
+                workers=spec.klm_workers,
                 listener_config=(
                     mesh.listener_config(KLM_COMPONENT, KLM_SERVICE[:2])
                     if mesh is not None
@@ -199,6 +233,13 @@ async def watcher_environment(
         )
         if klm.host is None:
             raise HarnessError("the KLM stand-in started without its listener")
+        await stack.enter_async_context(
+            ManifestController(
+                kcp_api,
+                ready_after=spec.manifest_ready_after,
+                on_change=lambda key: klm.reconciler.enqueue(key, Trigger.MANIFEST_CHANGED),
+            )
+        )
         registry.register(*KLM_SERVICE, ("127.0.0.1", klm.host.port))
 
         fleet = await stack.enter_async_context(
@@ -239,7 +280,7 @@ async def watcher_environment(
         klm.observers.append(env.log.recorder(KLM_COMPONENT))
         for listener in spec.listeners:
             await env.add_listener(listener.component, listener.service)
-        await _create_kymas(env)
+        await _provision_kymas(env)
         await _apply_watchers(env)
         yield env
 

@@ -44,7 +44,7 @@ from harness.kube import (
 )
 from harness.skr.fleet import SkrFleet
 from watcher import pki
-from watcher.domain import KCP_NAMESPACE, SKR_NAMESPACE
+from watcher.domain import KCP_NAMESPACE, SKR_KYMA_NAME, SKR_NAMESPACE
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import FaultInjection
 from watcher.render.watcher_cr import Watcher
@@ -216,7 +216,8 @@ class WatcherEnvironment:
                 await asyncio.sleep(0.02)
 
     async def wait_wired(self, within: float = 15.0) -> None:
-        """Until every SKR API server calls its webhook for the SKR Kyma.
+        """Until every SKR API server calls its webhook for the SKR Kyma (SKRs without
+        one yet are skipped).
 
         A new ValidatingWebhookConfiguration reaches the API server's admission chain
         through an informer, a moment after the write; dry-run writes probe it without
@@ -230,6 +231,8 @@ class WatcherEnvironment:
                 if not inst.running:
                     continue
                 api = self.skr_apis[inst.cluster.name]
+                if await get(api, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE) is None:
+                    continue  # no SKR Kyma yet (its KCP Kyma comes later): nothing to probe
                 before = await inst.metric("watcher_admission_request_total")
                 probe = 0
                 while await inst.metric("watcher_admission_request_total") <= before:
@@ -237,7 +240,7 @@ class WatcherEnvironment:
                     await request(
                         api,
                         "PATCH",
-                        KYMAS.path(SKR_NAMESPACE, "default"),
+                        KYMAS.path(SKR_NAMESPACE, SKR_KYMA_NAME),
                         query=[("dryRun", "All")],
                         body={"metadata": {"annotations": {"harness/probe": str(probe)}}},
                         content_type="application/merge-patch+json",

@@ -8,20 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.clusters.selection import BackendChoice
+from harness.kcp.kyma.reconcile import SKR_KYMA_LABELS as SKR_KYMA_LABELS  # re-exported
 from harness.kcp.reconciler import RequeueIntervals
 from harness.skr.certs import CertificateOverride
-from watcher.domain import (
-    KCP_NAMESPACE,
-    MANAGED_BY_LABEL,
-    WATCHED_BY_LABEL,
-)
+from watcher.domain import KCP_NAMESPACE
 from watcher.render.watcher_cr import klm_watcher_dict
 from watcher.webhook.settings import DeliveryMode
 
 KLM_COMPONENT = "lifecycle-manager"
 KLM_SERVICE = ("klm-controller-manager-events", KCP_NAMESPACE, 8082)
-SKR_KYMA_LABELS = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: "kyma"}
-"""Labels of every SKR's ``kyma-system/default`` Kyma (plus its runtime id)."""
 
 Service = tuple[str, str, int]
 """(name, namespace, port) of a KCP Service, as a Watcher's ``serviceInfo`` names it."""
@@ -39,6 +34,8 @@ class SkrSpec:
     skr_domain: str
     certificate: CertificateOverride = field(default_factory=CertificateOverride)
     delivery_mode: DeliveryMode | None = None
+    create_kyma: bool = True
+    """False: only provisioned (kubeconfig Secret); the Kyma is created later."""
 
     @property
     def kyma_name(self) -> str:
@@ -76,6 +73,12 @@ class EnvironmentSpec:
     pin_san: bool = True
     delivery_mode: DeliveryMode = "async"
     intervals: RequeueIntervals = field(default_factory=RequeueIntervals)
+    catalog: tuple[Mapping[str, Any], ...] = ()
+    """ModuleTemplates and ModuleReleaseMetas created in the KCP before the Kymas."""
+    klm_workers: int = 1
+    """KLM's ``max-concurrent-kyma-reconciles``."""
+    manifest_ready_after: float = 0.5
+    """Seconds until the Manifest stand-in makes a new Manifest Ready (or Error)."""
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     upstream_mtls: bool = True

@@ -38,6 +38,8 @@ class ReconcileSeen:
     triggers: frozenset[str]
     outcome: str  # success, busy, warning, error, gone
     at: float
+    latency: float = 0.0
+    """Seconds from its first trigger to its start (the queue's wait)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ def judge(r: ReconcileExpectation, obs: Observations) -> Check:
         and seen.at >= obs.since
         and (r.trigger is None or r.trigger in seen.triggers)
         and (r.outcome is None or seen.outcome == r.outcome)
+        and (r.started_within is None or seen.latency <= r.started_within)
     )
     subject = f"kyma={key}" + (f" trigger={r.trigger}" if r.trigger else "")
     subject += f" outcome={r.outcome}" if r.outcome else ""
+    if r.started_within is not None:
+        subject += f" started within {r.started_within:g} s of its trigger"
     return counted("reconciles", f"reconciles {subject}", count, bounds(*r.bounds), "reconcile")

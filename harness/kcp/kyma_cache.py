@@ -43,6 +43,8 @@ class KymaInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     generation: int = 0
+    deleting: bool = False
+    """``metadata.deletionTimestamp`` is set (the finalizer's work is due)."""
 
     @property
     def key(self) -> str:
@@ -64,6 +66,7 @@ class KymaInfo:
             labels=labels,
             annotations=dict(meta.get("annotations") or {}),
             generation=int(meta.get("generation") or 0),
+            deleting=bool(meta.get("deletionTimestamp")),
         )
 
 
@@ -71,10 +74,15 @@ def change_trigger(previous: KymaInfo | None, current: KymaInfo) -> Trigger | No
     """Why a watched Kyma needs a reconcile, as KLM's watch predicate says
     (``GenerationChanged OR LabelChanged`` plus creation): a new Kyma → ``kyma-created``;
     a new generation (spec) or other labels → ``kyma-changed``; a status- or
-    annotation-only change → none."""
+    annotation-only change → none. The start of a deletion counts as a change (the API
+    server bumps a custom resource's generation then; the check does not rely on it)."""
     if previous is None:
         return Trigger.KYMA_CREATED
-    if previous.generation != current.generation or previous.labels != current.labels:
+    if (previous.generation, previous.labels, previous.deleting) != (
+        current.generation,
+        current.labels,
+        current.deleting,
+    ):
         return Trigger.KYMA_CHANGED
     return None
 

@@ -102,6 +102,8 @@ class Reconciler(Service):
         """Consecutive errors per key (the backoff's exponent); cleared by any other outcome."""
         self._recorded = asyncio.Event()
         self.counters: collections.Counter[str] = collections.Counter()
+        self.observers: list[Callable[[Reconcile], None]] = []
+        """Told every reconcile as it is recorded (e.g. ``watcher-harness up``'s live view)."""
 
     def enqueue(self, kyma: str, trigger: Trigger) -> None:
         self._runner.add(kyma, trigger)
@@ -129,6 +131,8 @@ class Reconciler(Service):
             error=error,
         )
         self._records.append(record)
+        for observe in list(self.observers):
+            observe(record)
         self.counters["reconciles"] += 1
         self.counters[f"outcome:{outcome.value}"] += 1
         for trigger in item.triggers:

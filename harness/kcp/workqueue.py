@@ -29,6 +29,7 @@ class Trigger(StrEnum):
     WATCH_EVENT = "watch-event"
     KYMA_CREATED = "kyma-created"  # the Kyma appeared after the manager started
     KYMA_CHANGED = "kyma-changed"  # its generation (spec) or labels changed
+    MANIFEST_CHANGED = "manifest-changed"  # one of its Manifests changed state or went away
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,9 @@ async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations
         now=ctx.clock(),
         events=tuple(received(e) for e in session.events),
         reconciles=tuple(
-            ReconcileSeen(r.kyma, frozenset(t.value for t in r.triggers), r.outcome.value, r.at)
+            ReconcileSeen(
+                r.kyma, frozenset(t.value for t in r.triggers), r.outcome.value, r.at, r.latency
+            )
             for r in session.reconciles(None, None, since)
         ),
         rejections=rejections,

@@ -50,7 +50,9 @@ from watcher.render.envoy_settings import GatewayListener
 _PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
 _CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition", "ClusterRole"})
 _KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace",
-          "kymas": "Kyma", "watchers": "Watcher"}  # fmt: skip
+          "kymas": "Kyma", "watchers": "Watcher", "manifests": "Manifest",
+          "moduletemplates": "ModuleTemplate",
+          "modulereleasemetas": "ModuleReleaseMeta"}  # fmt: skip
 REJECTION_METRICS = (
     "watcher_listener_verification_failed_total",
     "watcher_listener_events_rejected_total",

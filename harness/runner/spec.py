@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.clusters.backends import in_cluster_reason, unsupported_reason
 from harness.clusters.selection import BackendChoice, backend_name
 from harness.environment.spec import EnvironmentSpec, ListenerSpec, SkrSpec
+from harness.kcp.kyma.modules import catalog_fixture
 from harness.kcp.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
 from harness.scenario import (
@@ -94,6 +95,7 @@ def environment_spec(
             skr_domain=skr.skr_domain,
             certificate=certificate_override(skr.certificate),
             delivery_mode=skr.delivery_mode,
+            create_kyma=skr.kyma,
         )
         for skr in scenario.clusters.skrs
     )
@@ -113,6 +115,15 @@ def environment_spec(
             warning=requeue.warning,
             error_max=requeue.error_max,
         ),
+        catalog=tuple(
+            obj
+            for m in scenario.modules
+            for obj in catalog_fixture(
+                m.name, m.channels, install_fails=m.install == "fail", labels=m.labels
+            )
+        ),
+        klm_workers=scenario.settings.klm.concurrency,
+        manifest_ready_after=scenario.settings.klm.manifest_ready_after,
         webhook_env=dict(webhook_env or {}),
         log_dir=log_dir,
         backend=choice,

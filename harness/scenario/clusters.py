@@ -46,13 +46,16 @@ class Certificate(Model):
 
 class Skr(Model):
     """One SKR cluster. ``runtimeId`` defaults to ``runtime-<name>``, ``skrDomain`` to
-    ``<name>.kyma.example.com``."""
+    ``<name>.kyma.example.com``. ``kyma: false`` provisions the SKR (its kubeconfig
+    Secret ``kcp-system/kyma-<name>`` in the KCP) without creating its Kyma: a step creates
+    ``kcp-system/kyma-<name>`` and the Lifecycle Manager takes it from there."""
 
     name: DnsLabel
     runtime_id: DnsLabel
     skr_domain: str
     certificate: Certificate = Field(default_factory=Certificate)
     delivery_mode: Literal["async", "sync"] = "async"
+    kyma: bool = True
 
     @model_validator(mode="before")
     @classmethod

@@ -86,13 +86,24 @@ class Truth(Model):
 
 class ReconcileExpectation(_Counted):
     """Reconciles of a KCP Kyma (``name`` or ``namespace/name``) by the Lifecycle Manager,
-    optionally only those with one ``trigger`` and/or one ``outcome``."""
+    optionally only those with one ``trigger`` and/or one ``outcome``, and only those that
+    started at most ``startedWithin`` after their first trigger (a reconcile is counted
+    once it has finished; this bounds how long it waited in the queue)."""
 
     kyma: Text
     trigger: (
-        Literal["startup", "requeue-timer", "watch-event", "kyma-created", "kyma-changed"] | None
+        Literal[
+            "startup",
+            "requeue-timer",
+            "watch-event",
+            "kyma-created",
+            "kyma-changed",
+            "manifest-changed",
+        ]
+        | None
     ) = None
     outcome: Literal["success", "busy", "warning", "error", "skipped"] | None = None
+    started_within: Duration | None = None
 
 
 class RejectionExpectation(_Counted):

@@ -16,6 +16,7 @@ from harness.scenario.clusters import KCP, Skr
 from harness.scenario.values import DnsLabel, Labels, Model
 from watcher.domain import (
     KCP_NAMESPACE,
+    LIFECYCLE_MANAGER,
     MANAGED_BY_LABEL,
     RUNTIME_ID_LABEL,
     SKR_DOMAIN_ANNOTATION,
@@ -62,7 +63,7 @@ class Kyma(Model):
 def default_kymas(skrs: tuple[Skr, ...]) -> tuple[Kyma, ...]:
     """What the harness creates when ``kymas`` is omitted (as :mod:`harness.environment`)."""
     out: list[Kyma] = []
-    for skr in skrs:
+    for skr in (s for s in skrs if s.kyma):
         out.append(
             Kyma(
                 cluster=KCP,
@@ -79,7 +80,7 @@ def default_kymas(skrs: tuple[Skr, ...]) -> tuple[Kyma, ...]:
                 namespace=SKR_NAMESPACE,
                 labels={
                     WATCHED_BY_LABEL: "kyma",
-                    MANAGED_BY_LABEL: "kyma",
+                    MANAGED_BY_LABEL: LIFECYCLE_MANAGER,
                     RUNTIME_ID_LABEL: skr.runtime_id,
                 },
             )

@@ -13,6 +13,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from harness.scenario.clusters import Backend, Clusters
 from harness.scenario.kymas import Kyma, default_kymas
+from harness.scenario.modules import Module
 from harness.scenario.references import ReferenceProblems, check_references
 from harness.scenario.settings import Settings
 from harness.scenario.steps import Step
@@ -32,6 +33,8 @@ class Scenario(Model):
     watchers: tuple[AnyWatcher, ...] = (DefaultWatcher(default=True),)
     listeners: tuple[Listener, ...] = ()
     kymas: tuple[Kyma, ...] | None = None
+    modules: tuple[Module, ...] = ()
+    """The KCP's module catalog (:mod:`harness.scenario.modules`)."""
     settings: Settings = Field(default_factory=Settings)
     matrix: dict[str, list[str | int | float | bool]] | None = None
     """Each combination runs as its own instance (``<name>-<key>-<value>``), with its

@@ -136,6 +136,9 @@ class ResourceRef(Model):
 KINDS: dict[str, tuple[str, str, str]] = {
     "kymas": ("operator.kyma-project.io", "v1beta2", "kymas"),
     "watchers": ("operator.kyma-project.io", "v1beta2", "watchers"),
+    "manifests": ("operator.kyma-project.io", "v1beta2", "manifests"),
+    "moduletemplates": ("operator.kyma-project.io", "v1beta2", "moduletemplates"),
+    "modulereleasemetas": ("operator.kyma-project.io", "v1beta2", "modulereleasemetas"),
     "configmaps": ("", "v1", "configmaps"),
     "secrets": ("", "v1", "secrets"),
     "namespaces": ("", "v1", "namespaces"),

@@ -61,6 +61,19 @@ def test_reconciles_by_trigger_and_outcome_in_the_window() -> None:
     assert not reconciles.judge(early, obs).ok  # before the window
 
 
+def test_reconciles_started_within_bound_the_queue_wait_not_the_duration() -> None:
+    seen = (
+        ReconcileSeen("kcp-system/k", frozenset({"kyma-created"}), "success", 11.0, 0.2),
+        ReconcileSeen("kcp-system/k", frozenset({"kyma-created"}), "success", 12.0, 1.5),
+    )
+    obs = Observations(since=10.0, now=20.0, reconciles=seen)
+    prompt = ReconcileExpectation(kyma="k", trigger="kyma-created", started_within=1.0)
+    check = reconciles.judge(prompt.model_copy(update={"count": Count(exactly=1)}), obs)
+    assert check.ok and "started within 1 s of its trigger" in check.description
+    late = ReconcileExpectation(kyma="k", started_within=0.1, count=Count(at_least=1))
+    assert not reconciles.judge(late, obs).ok
+
+
 def test_rejections_and_metrics_read_the_snapshot() -> None:
     m = MetricExpectation(target="apiserver/skr-a", name="x_total", op=">=", value=3)
     obs = Observations(

@@ -58,7 +58,9 @@ def test_definitions_come_before_the_objects_that_use_them() -> None:
         assert kinds.index(kind) > last_crd
     assert kinds.index("Secret") < kinds.index("Deployment")
     assert kinds.index("ConfigMap") < kinds.index("Deployment")
-    assert kinds.count("CustomResourceDefinition") == len(CRDS) == 4
+    assert (
+        kinds.count("CustomResourceDefinition") == len(CRDS) == 7
+    )  # watcher, kyma, 2 istio, 2 catalog, manifest
 
 
 def test_watchers_are_clean_and_routed() -> None:

@@ -1,0 +1,296 @@
+"""One Kyma reconcile, in KLM's order (klm-reference §2), against the real API servers.
+
+1. Read the KCP Kyma (gone → nothing to do; being deleted → :meth:`KymaReconcile.delete`);
+   make sure it carries KLM's finalizer.
+2. **SKR access** through the kubeconfig Secret (:mod:`.skr_access`); failure → ``Error``.
+3. **Kyma sync**: on first contact the Kyma CRD and the catalog CRDs go into the SKR and
+   the SKR Kyma ``kyma-system/default`` is created from the KCP Kyma's spec; from then on
+   the SKR Kyma's spec is the desired state (it is never copied back).
+4. **Catalog**: the ModuleTemplates and ModuleReleaseMetas of ``kcp-system`` that the Kyma
+   may see are copied to the SKR (and copies no longer in the catalog removed).
+5. **Manifests**: one per resolved module (:mod:`.modules`), stale ones deleted.
+6. **Status**: computed once (:mod:`.status`), written to the KCP Kyma and the SKR Kyma
+   when it says something new. The outcome (requeue interval) follows the state.
+
+Deletion (finalizer ``operator.kyma-project.io/Kyma``): the Kyma's Manifests, then the SKR
+Kyma and the catalog copies, then the finalizer. An SKR that cannot be reached keeps the
+finalizer (requeued with backoff) unless its kubeconfig Secret is gone — then there is
+nothing left to clean up from here.
+
+The watcher installation (certificate, ``skr-webhook`` resources) is not part of this
+reconcile yet; the environment installs it per SKR (see ``docs/klm.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.kcp.kyma import status as kyma_status
+from harness.kcp.kyma.modules import (
+    Catalog,
+    ModulePlan,
+    catalog_visible,
+    desired_manifest,
+    plan_modules,
+    stale_manifests,
+)
+from harness.kcp.kyma.skr_access import SkrAccessError, SkrClients
+from harness.kcp.reconciler import Outcome
+from harness.kube import (
+    KYMAS,
+    MANIFESTS,
+    MODULE_RELEASE_METAS,
+    MODULE_TEMPLATES,
+    KubeError,
+    NotFound,
+    Resource,
+    apply_crds,
+    create,
+    create_or_replace,
+    delete,
+    ensure_namespace,
+    get,
+    list_objects,
+    merge_patch,
+)
+from watcher.domain import (
+    KCP_NAMESPACE,
+    KYMA_FINALIZER,
+    KYMA_NAME_LABEL,
+    LIFECYCLE_MANAGER,
+    MANAGED_BY_LABEL,
+    RUNTIME_ID_LABEL,
+    SKR_KYMA_NAME,
+    SKR_NAMESPACE,
+    WATCHED_BY_LABEL,
+)
+
+logger = logging.getLogger("harness.kcp.kyma")
+
+CRD_DIR: Final = Path(__file__).resolve().parents[3] / "fixtures" / "crds"
+SKR_CRDS: Final = (CRD_DIR / "kyma.yaml", CRD_DIR / "catalog.yaml")
+"""What KLM installs into an SKR on first contact."""
+SKR_KYMA_LABELS: Final = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
+"""Labels of every SKR Kyma KLM creates (plus its runtime id)."""
+CATALOG: Final = (MODULE_TEMPLATES, MODULE_RELEASE_METAS)
+MANAGED: Final = f"{MANAGED_BY_LABEL}={LIFECYCLE_MANAGER}"
+"""Selects KLM's copies in an SKR."""
+
+_OUTCOMES: Final = {
+    kyma_status.READY: Outcome.SUCCESS,
+    kyma_status.PROCESSING: Outcome.BUSY,
+    kyma_status.WARNING: Outcome.WARNING,
+    kyma_status.ERROR: Outcome.ERROR,
+}
+
+Obj = Mapping[str, Any]
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def catalog_copy(entry: Obj) -> dict[str, Any]:
+    """A KCP catalog object as KLM puts it into an SKR: same name and spec, ``kyma-system``,
+    labelled as managed by KLM (which is how stale copies are found)."""
+    meta = _meta(entry)
+    return {
+        "apiVersion": entry["apiVersion"],
+        "kind": entry["kind"],
+        "metadata": {
+            "name": meta["name"],
+            "namespace": SKR_NAMESPACE,
+            "labels": {**(meta.get("labels") or {}), MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+            "annotations": dict(meta.get("annotations") or {}),
+        },
+        "spec": entry.get("spec") or {},
+    }
+
+
+def _same_copy(a: Obj, b: Obj) -> bool:
+    return a.get("spec") == b.get("spec") and (_meta(a).get("labels") or {}) == (
+        _meta(b).get("labels") or {}
+    )
+
+
+class KymaReconcile:
+    """``await reconcile("kcp-system/<kyma>")`` → the outcome; see the module doc."""
+
+    def __init__(
+        self,
+        kcp_api: ApiClient,
+        skrs: SkrClients,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.kcp = kcp_api
+        self.skrs = skrs
+        self.clock = clock
+        self._prepared: dict[str, ApiClient] = {}
+        """Kyma → the SKR client whose CRDs and namespace are in place."""
+
+    async def __call__(self, key: str) -> Outcome:
+        namespace, _, name = key.partition("/")
+        found = await get(self.kcp, KYMAS, name, namespace)
+        if found is None:
+            await self.skrs.forget(name)
+            self._prepared.pop(name, None)
+            return Outcome.GONE
+        if _meta(found).get("deletionTimestamp"):
+            return await self.delete(found)
+        kyma = await self._ensure_finalizer(found)
+        failures: list[str] = []
+        entries: list[dict[str, Any]] = []
+        catalog_synced = False
+        skr: ApiClient | None = None
+        skr_kyma: Obj | None = None
+        try:
+            skr = await self.skrs.client(name)
+            skr_kyma = await self._sync_kyma(skr, kyma)
+            catalog = await self._sync_catalog(skr, kyma)
+            catalog_synced = True
+            plans = plan_modules(skr_kyma.get("spec") or {}, catalog)
+            manifests = await self._sync_manifests(kyma, plans)
+            entries = [kyma_status.module_entry(p, manifests.get(p.name)) for p in plans]
+        except (SkrAccessError, KubeError) as exc:
+            failures.append(str(exc))
+            logger.info("reconcile of %s: %s", key, exc)
+        status = kyma_status.kyma_status(
+            kyma.get("status"),
+            entries,
+            catalog_synced=catalog_synced,
+            failures=failures,
+            at=self.clock(),
+        )
+        await self._write_status(self.kcp, kyma, status)
+        if skr is not None and skr_kyma is not None:
+            try:
+                await self._write_status(skr, skr_kyma, status)
+            except KubeError as exc:
+                logger.info("reconcile of %s: SKR Kyma status not written: %s", key, exc)
+                return Outcome.ERROR
+        return _OUTCOMES[status["state"]]
+
+    # steps -----------------------------------------------------------------------------
+
+    async def _ensure_finalizer(self, kyma: Obj) -> Obj:
+        finalizers = list(_meta(kyma).get("finalizers") or [])
+        if KYMA_FINALIZER in finalizers:
+            return kyma
+        return await self._set_finalizers(kyma, [*finalizers, KYMA_FINALIZER])
+
+    async def _set_finalizers(self, kyma: Obj, finalizers: Sequence[str]) -> Obj:
+        meta = _meta(kyma)
+        patch = {
+            "metadata": {"finalizers": list(finalizers), "resourceVersion": meta["resourceVersion"]}
+        }
+        return await merge_patch(self.kcp, KYMAS, meta["name"], meta["namespace"], patch)
+
+    async def _sync_kyma(self, skr: ApiClient, kyma: Obj) -> Obj:
+        """The SKR Kyma, created (with the CRDs it needs) on first contact."""
+        name = _meta(kyma)["name"]
+        if self._prepared.get(name) is not skr:
+            await apply_crds(skr, SKR_CRDS)
+            await ensure_namespace(skr, SKR_NAMESPACE)
+            self._prepared[name] = skr
+        current = await get(skr, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE)
+        if current is not None:
+            return current
+        runtime_id = (_meta(kyma).get("labels") or {}).get(RUNTIME_ID_LABEL, "")
+        labels = {**SKR_KYMA_LABELS, RUNTIME_ID_LABEL: runtime_id}
+        body = {
+            "apiVersion": kyma["apiVersion"],
+            "kind": "Kyma",
+            "metadata": {"name": SKR_KYMA_NAME, "namespace": SKR_NAMESPACE, "labels": labels},
+            "spec": dict(kyma.get("spec") or {}),
+        }
+        logger.info("creating the SKR Kyma of %s", name)
+        return await create(skr, KYMAS, body)
+
+    async def _sync_catalog(self, skr: ApiClient, kyma: Obj) -> Catalog:
+        """Copy what the Kyma may see of the KCP catalog to its SKR; the catalog it sees."""
+        seen: dict[Resource, Sequence[Obj]] = {}
+        for resource in CATALOG:
+            listed, _ = await list_objects(self.kcp, resource, KCP_NAMESPACE)
+            entries = [e for e in listed if catalog_visible(e, kyma)]
+            seen[resource] = entries
+            copies, _ = await list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)
+            present = {_meta(c)["name"]: c for c in copies}
+            for entry in entries:
+                copy = catalog_copy(entry)
+                old = present.pop(copy["metadata"]["name"], None)
+                if old is None or not _same_copy(old, copy):
+                    await create_or_replace(skr, resource, copy)
+            for stale in present:
+                await delete(skr, resource, stale, SKR_NAMESPACE)
+        return Catalog.build(seen[MODULE_TEMPLATES], seen[MODULE_RELEASE_METAS], kyma)
+
+    async def _manifests_of(self, name: str) -> Sequence[Obj]:
+        mine = f"{KYMA_NAME_LABEL}={name}"
+        manifests, _ = await list_objects(self.kcp, MANIFESTS, KCP_NAMESPACE, label_selector=mine)
+        return manifests
+
+    async def _sync_manifests(self, kyma: Obj, plans: Sequence[ModulePlan]) -> dict[str, Obj]:
+        """Create or update the Manifest of every resolved module, delete stale ones;
+        module name → its Manifest as it is now."""
+        name = _meta(kyma)["name"]
+        existing = await self._manifests_of(name)
+        by_name = {_meta(m)["name"]: m for m in existing}
+        out: dict[str, Obj] = {}
+        for plan in plans:
+            if plan.template is None:
+                continue
+            desired = desired_manifest(kyma, plan)
+            current = by_name.get(desired["metadata"]["name"])
+            if current is None:
+                current = await create(self.kcp, MANIFESTS, desired)
+            elif current.get("spec") != desired["spec"]:
+                labels = desired["metadata"]["labels"]
+                patch = {"spec": desired["spec"], "metadata": {"labels": labels}}
+                current = await merge_patch(
+                    self.kcp, MANIFESTS, _meta(current)["name"], KCP_NAMESPACE, patch
+                )
+            out[plan.name] = current
+        for stale in stale_manifests(existing, plans):
+            await delete(self.kcp, MANIFESTS, stale, KCP_NAMESPACE)
+        return out
+
+    async def _write_status(self, api: ApiClient, kyma: Obj, status: Obj) -> None:
+        if kyma_status.same_status(kyma.get("status"), status):
+            return
+        meta = _meta(kyma)
+        patch = {"status": dict(status)}
+        await merge_patch(api, KYMAS, meta["name"], meta["namespace"], patch, subresource="status")
+
+    # deletion --------------------------------------------------------------------------
+
+    async def delete(self, kyma: Obj) -> Outcome:
+        """The finalizer's work: Manifests, the SKR's Kyma and catalog copies, the finalizer."""
+        meta = _meta(kyma)
+        name = meta["name"]
+        for manifest in await self._manifests_of(name):
+            await delete(self.kcp, MANIFESTS, _meta(manifest)["name"], KCP_NAMESPACE)
+        try:
+            skr = await self.skrs.client(name)
+        except SkrAccessError as exc:
+            logger.info("deleting %s: SKR not reachable (%s); nothing to clean up there", name, exc)
+        else:
+            await delete(skr, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE)
+            for resource in CATALOG:
+                copies, _ = await list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)
+                for copy in copies:
+                    await delete(skr, resource, _meta(copy)["name"], SKR_NAMESPACE)
+        finalizers = [f for f in meta.get("finalizers") or [] if f != KYMA_FINALIZER]
+        if finalizers != list(meta.get("finalizers") or []):
+            with contextlib.suppress(NotFound):  # already gone: nothing to release
+                await self._set_finalizers(kyma, finalizers)
+        await self.skrs.forget(name)
+        self._prepared.pop(name, None)
+        return Outcome.GONE

@@ -1,0 +1,132 @@
+"""A Kyma's status from what one reconcile found. Pure.
+
+KLM writes the KCP Kyma's status and copies it to the SKR Kyma (klm-reference §2.2, §2.6):
+``state``, ``modules[]``, ``conditions`` and ``lastOperation``. Our aggregation, in KLM's
+order of severity: any module ``Error`` (or a failed step) → ``Error``; else any
+``Warning`` → ``Warning``; else any module not yet ``Ready`` → ``Processing``; else
+``Ready``. Condition types are ours and stable: ``ModuleCatalog`` (the catalog reached the
+SKR), ``Modules`` (every module Ready). A condition keeps its ``lastTransitionTime`` while
+its status stays the same, and ``lastOperation`` keeps its time while the message stays
+the same, so a reconcile that changes nothing writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from harness.kcp.kyma.modules import ModulePlan
+
+READY: Final = "Ready"
+PROCESSING: Final = "Processing"
+WARNING: Final = "Warning"
+ERROR: Final = "Error"
+DELETING: Final = "Deleting"
+
+CATALOG_CONDITION: Final = "ModuleCatalog"
+MODULES_CONDITION: Final = "Modules"
+
+Obj = Mapping[str, Any]
+
+
+def timestamp(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def module_entry(plan: ModulePlan, manifest: Obj | None) -> dict[str, Any]:
+    """One ``status.modules[]`` entry: an unresolved module is ``Error`` with the reason;
+    a resolved one has its Manifest's state (``Processing`` until the Manifest has one)."""
+    entry: dict[str, Any] = {"name": plan.name, "channel": plan.channel}
+    if plan.template is None:
+        return {**entry, "state": ERROR, "message": plan.error}
+    template = plan.template["metadata"]
+    state = PROCESSING
+    if manifest is not None:
+        state = str((manifest.get("status") or {}).get("state") or PROCESSING)
+    return {
+        **entry,
+        "version": plan.version,
+        "state": state,
+        "manifest": {
+            "name": manifest["metadata"]["name"] if manifest else "",
+            "namespace": manifest["metadata"]["namespace"] if manifest else "",
+        },
+        "template": {"name": template["name"], "namespace": template["namespace"]},
+    }
+
+
+def aggregate(entries: Sequence[Obj], failures: Sequence[str] = ()) -> str:
+    """The Kyma's state from its module entries and failed steps (see the module doc)."""
+    states = {e.get("state") for e in entries}
+    if failures or ERROR in states:
+        return ERROR
+    if WARNING in states:
+        return WARNING
+    if states - {READY}:
+        return PROCESSING
+    return READY
+
+
+def _condition(
+    kind: str, ok: bool, reason: str, message: str, previous: Sequence[Obj], now: str
+) -> dict[str, Any]:
+    status = "True" if ok else "False"
+    before = next((c for c in previous if c.get("type") == kind), None)
+    since = before.get("lastTransitionTime") if before and before.get("status") == status else None
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since or now,
+    }
+
+
+def kyma_status(
+    previous: Obj | None,
+    entries: Sequence[Obj],
+    *,
+    catalog_synced: bool,
+    failures: Sequence[str] = (),
+    at: float,
+) -> dict[str, Any]:
+    """The status to write (both Kymas), keeping times where nothing changed."""
+    previous = previous or {}
+    now = timestamp(at)
+    state = aggregate(entries, failures)
+    conditions_before = previous.get("conditions") or []
+    not_ready = [e["name"] for e in entries if e.get("state") != READY]
+    conditions = [
+        _condition(
+            CATALOG_CONDITION,
+            catalog_synced,
+            "CatalogSynced" if catalog_synced else "CatalogNotSynced",
+            "module catalog synchronised to the SKR" if catalog_synced else "catalog not synced",
+            conditions_before,
+            now,
+        ),
+        _condition(
+            MODULES_CONDITION,
+            not not_ready,
+            "ModulesReady" if not not_ready else "ModulesNotReady",
+            "all modules are ready" if not not_ready else "not ready: " + ", ".join(not_ready),
+            conditions_before,
+            now,
+        ),
+    ]
+    operation = "; ".join(failures) if failures else f"kyma is {state.lower()}"
+    last = previous.get("lastOperation") or {}
+    when = last.get("lastUpdateTime") if last.get("operation") == operation else None
+    return {
+        "state": state,
+        "modules": list(entries),
+        "conditions": conditions,
+        "lastOperation": {"operation": operation, "lastUpdateTime": when or now},
+    }
+
+
+def same_status(a: Obj | None, b: Obj | None) -> bool:
+    """Whether two statuses say the same (our fields only; other writers' keys ignored)."""
+    keys = ("state", "modules", "conditions", "lastOperation")
+    return all((a or {}).get(k) == (b or {}).get(k) for k in keys)

@@ -118,6 +118,13 @@ KYMAS = Resource("operator.kyma-project.io", "v1beta2", "kymas", "Kyma")
 GATEWAYS = Resource("networking.istio.io", "v1beta1", "gateways", "Gateway")
 VIRTUAL_SERVICES = Resource("networking.istio.io", "v1beta1", "virtualservices", "VirtualService")
 SECRETS = Resource("", "v1", "secrets", "Secret")
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    namespaced=False,
+)
 MODULE_TEMPLATES = Resource(
     "operator.kyma-project.io", "v1beta2", "moduletemplates", "ModuleTemplate"
 )

@@ -38,6 +38,7 @@ from harness.kube import (
     MODULE_RELEASE_METAS,
     MODULE_TEMPLATES,
     NAMESPACES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     VIRTUAL_SERVICES,
     WATCHERS,
     Conflict,
@@ -58,8 +59,7 @@ RUN_LABEL = "watcher-harness.kyma-project.io/run"
 """Same key as :data:`harness.scenario.names.RUN_LABEL`."""
 
 CLUSTER_SCOPED: tuple[Resource, ...] = (
-    Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-             "ValidatingWebhookConfiguration", namespaced=False),
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
              "MutatingWebhookConfiguration", namespaced=False),
     Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",

@@ -36,7 +36,7 @@ from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
-from harness.kcp.kyma.reconcile import KymaReconcile
+from harness.kcp.kyma.reconcile import KymaReconcile, WatcherInstaller
 from harness.kcp.kyma.skr_access import SkrClients, kubeconfig_secret
 from harness.kcp.lifecycle_manager import LifecycleManager
 from harness.kcp.manifest_controller import ManifestController
@@ -118,6 +118,20 @@ async def _wait_ready(env: WatcherEnvironment, name: str, within: float) -> None
             f"Kyma {KCP_NAMESPACE}/{name} not Ready within {within:g} s "
             f"(state {state or 'none'}: {operation or 'never reconciled'})"
         ) from None
+
+
+def _watcher_installer(spec: EnvironmentSpec, fleet_ref: list[SkrFleet]) -> WatcherInstaller:
+    """The Kyma reconcile's watcher step: repair the SKR installation of the Kyma's SKR
+    (``SkrInstallation.repair``). A Kyma of no SKR of this environment is an error."""
+    clusters = {s.kyma_name: s.name for s in spec.skrs}
+
+    async def install(kyma: str) -> tuple[str, ...]:
+        cluster = clusters.get(kyma)
+        if cluster is None or not fleet_ref:
+            raise HarnessError(f"no Runtime Watcher installation for Kyma {kyma}")
+        return await fleet_ref[0][cluster].repair()
+
+    return install
 
 
 def _wire_after_routes(
@@ -217,10 +231,13 @@ async def watcher_environment(
 
         skr_clients = SkrClients(kcp_api)
         stack.push_async_callback(skr_clients.aclose)
+        fleet_ref: list[SkrFleet] = []  # the fleet starts after KLM (its listener first)
         klm = await stack.enter_async_context(
             LifecycleManager(
                 kcp_api,
-                reconcile=KymaReconcile(kcp_api, skr_clients),
+                reconcile=KymaReconcile(
+                    kcp_api, skr_clients, watcher=_watcher_installer(spec, fleet_ref)
+                ),
                 workers=spec.klm_workers,
                 listener_config=(
                     mesh.listener_config(KLM_COMPONENT, KLM_SERVICE[:2])
@@ -255,6 +272,7 @@ async def watcher_environment(
                 for s in spec.skrs
             )
         )
+        fleet_ref.append(fleet)
         controller = WatcherController(kcp_api)
         controller.on_change.append(_wire_after_routes(gateway, fleet))
         await stack.enter_async_context(controller)

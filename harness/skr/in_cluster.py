@@ -35,7 +35,16 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
-from harness.kube import KubeError, NotFound, Obj, Resource, merge_patch, request
+from harness.kube import (
+    SECRETS,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    KubeError,
+    NotFound,
+    Obj,
+    Resource,
+    merge_patch,
+    request,
+)
 from harness.manifests.apply import apply_object, resource_for
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.errors import SkrInstallError
@@ -59,14 +68,8 @@ from watcher.render.webhook_config import (
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 PODS = Resource("", "v1", "pods", "Pod")
-VWC_KIND = "ValidatingWebhookConfiguration"
-VWCS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    VWC_KIND,
-    namespaced=False,
-)
+VWCS = VALIDATING_WEBHOOK_CONFIGURATIONS
+VWC_KIND = VWCS.kind
 KEPT_KINDS = frozenset({"Namespace"})
 """Left to the backend's ownership cleanup (a local API server never finishes deleting a
 namespace without a namespace controller)."""
@@ -360,6 +363,26 @@ class InClusterSkrInstallation(SkrInstallation):
                 except KubeError as exc:
                     raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
             self._watchers = tuple(watchers)
+
+    async def repair(self) -> tuple[str, ...]:
+        """Apply the Secret and ``skr-webhook`` again (server-side apply: a no-op for the
+        API server when nothing changed); what was missing is reported as restored."""
+        async with self._lock:
+            restored = []
+            wanted = [o for o in self._applied if o.get("kind") == "Secret"]
+            body = self.render(self._watchers)
+            if body is not None:
+                wanted.append(body)
+            for obj in wanted:
+                meta = obj["metadata"]
+                resource = VWCS if obj["kind"] == VWC_KIND else SECRETS
+                if await self.calls.get(resource, meta["name"], meta.get("namespace")) is None:
+                    restored.append(f"{obj['kind']} {meta['name']}")
+                try:
+                    await self.calls.apply(obj)
+                except KubeError as exc:
+                    raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
+            return tuple(restored)
 
     async def rotate(self, new_ca_bundle_pem: bytes, new_leaf: pki.Issued) -> None:
         raise SkrInstallError(ROTATION_REFUSED)

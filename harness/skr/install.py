@@ -38,6 +38,8 @@ from kubernetes_asyncio.client import ApiClient
 from harness.clusters import ports
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
+from harness.kube import SECRETS, VALIDATING_WEBHOOK_CONFIGURATIONS, get
+from harness.matching.objects import match_object
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
 from harness.skr.errors import SkrInstallError
 from harness.skr.metrics import value
@@ -334,6 +336,29 @@ class SkrInstallation:
             else:
                 await self._put_configuration(body)
             self._watchers = tuple(watchers)
+
+    async def repair(self) -> tuple[str, ...]:
+        """Put back what the SKR lost or someone altered: the Secret ``skr-webhook-tls``
+        and ``skr-webhook`` as last applied (KLM re-applies them in every Kyma reconcile).
+        Writes only what differs; returns what it restored."""
+        async with self._lock:
+            api = self._api_client()
+            restored = []
+            wanted_secret = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
+            secret = await get(api, SECRETS, SECRET_NAME, NAMESPACE)
+            if secret is None or secret.get("data") != wanted_secret["data"]:
+                await self._put_secret()
+                restored.append(f"Secret {NAMESPACE}/{SECRET_NAME}")
+            wanted = self.render(self._watchers) if self._vwc_applied else None
+            if wanted is not None:
+                current = await get(api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME)
+                if (
+                    current is None
+                    or not match_object({"webhooks": wanted["webhooks"]}, current).ok
+                ):
+                    await self._put_configuration(wanted)
+                    restored.append(f"ValidatingWebhookConfiguration {CONFIGURATION_NAME}")
+            return tuple(restored)
 
     # -- rotation ---------------------------------------------------------------------
 

@@ -17,8 +17,10 @@ Kyma and the catalog copies, then the finalizer. An SKR that cannot be reached k
 finalizer (requeued with backoff) unless its kubeconfig Secret is gone — then there is
 nothing left to clean up from here.
 
-The watcher installation (certificate, ``skr-webhook`` resources) is not part of this
-reconcile yet; the environment installs it per SKR (see ``docs/klm.md``).
+5b. **Runtime Watcher** (given a ``watcher`` installer): the SKR's ``skr-webhook-tls``
+   Secret and ``skr-webhook`` configuration are put back if lost or altered, so a deleted
+   VWC returns with the next reconcile (condition ``SKRWebhook``). The certificate and the
+   webhook process itself are still set up by the environment (see ``docs/klm.md``).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.errors import HarnessError
 from harness.kcp.kyma import status as kyma_status
 from harness.kcp.kyma.modules import (
     Catalog,
@@ -92,6 +95,11 @@ _OUTCOMES: Final = {
 
 Obj = Mapping[str, Any]
 
+WatcherInstaller = Callable[[str], Awaitable[tuple[str, ...]]]
+"""Kyma name → make its SKR's watcher resources (Secret ``skr-webhook-tls``, the
+``skr-webhook`` configuration) what they should be; returns what it restored. Raises a
+``HarnessError`` when it cannot."""
+
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
@@ -128,10 +136,14 @@ class KymaReconcile:
         kcp_api: ApiClient,
         skrs: SkrClients,
         *,
+        watcher: WatcherInstaller | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``watcher``: installs (repairs) the Runtime Watcher in a Kyma's SKR, by Kyma
+        name; ``None`` leaves the watcher alone (no ``SKRWebhook`` condition)."""
         self.kcp = kcp_api
         self.skrs = skrs
+        self.watcher = watcher
         self.clock = clock
         self._prepared: dict[str, ApiClient] = {}
         """Kyma → the SKR client whose CRDs and namespace are in place."""
@@ -149,6 +161,7 @@ class KymaReconcile:
         failures: list[str] = []
         entries: list[dict[str, Any]] = []
         catalog_synced = False
+        webhook_installed: bool | None = None
         skr: ApiClient | None = None
         skr_kyma: Obj | None = None
         try:
@@ -159,13 +172,20 @@ class KymaReconcile:
             plans = plan_modules(skr_kyma.get("spec") or {}, catalog)
             manifests = await self._sync_manifests(kyma, plans)
             entries = [kyma_status.module_entry(p, manifests.get(p.name)) for p in plans]
-        except (SkrAccessError, KubeError) as exc:
+            if self.watcher is not None:
+                webhook_installed = False
+                restored = await self.watcher(name)
+                webhook_installed = True
+                if restored:
+                    logger.info("reconcile of %s restored %s", key, ", ".join(restored))
+        except (SkrAccessError, KubeError, HarnessError) as exc:
             failures.append(str(exc))
             logger.info("reconcile of %s: %s", key, exc)
         status = kyma_status.kyma_status(
             kyma.get("status"),
             entries,
             catalog_synced=catalog_synced,
+            webhook_installed=webhook_installed,
             failures=failures,
             at=self.clock(),
         )

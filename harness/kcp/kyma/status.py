@@ -5,7 +5,8 @@ KLM writes the KCP Kyma's status and copies it to the SKR Kyma (klm-reference §
 order of severity: any module ``Error`` (or a failed step) → ``Error``; else any
 ``Warning`` → ``Warning``; else any module not yet ``Ready`` → ``Processing``; else
 ``Ready``. Condition types are ours and stable: ``ModuleCatalog`` (the catalog reached the
-SKR), ``Modules`` (every module Ready). A condition keeps its ``lastTransitionTime`` while
+SKR), ``Modules`` (every module Ready), ``SKRWebhook`` (the Runtime Watcher is installed in
+the SKR; only when the reconcile manages it). A condition keeps its ``lastTransitionTime`` while
 its status stays the same, and ``lastOperation`` keeps its time while the message stays
 the same, so a reconcile that changes nothing writes nothing.
 """
@@ -26,6 +27,7 @@ DELETING: Final = "Deleting"
 
 CATALOG_CONDITION: Final = "ModuleCatalog"
 MODULES_CONDITION: Final = "Modules"
+WEBHOOK_CONDITION: Final = "SKRWebhook"
 
 Obj = Mapping[str, Any]
 
@@ -88,10 +90,13 @@ def kyma_status(
     entries: Sequence[Obj],
     *,
     catalog_synced: bool,
+    webhook_installed: bool | None = None,
     failures: Sequence[str] = (),
     at: float,
 ) -> dict[str, Any]:
-    """The status to write (both Kymas), keeping times where nothing changed."""
+    """The status to write (both Kymas), keeping times where nothing changed.
+    ``webhook_installed``: the Runtime Watcher's state in the SKR (``None``: not managed
+    by this reconcile, no ``SKRWebhook`` condition)."""
     previous = previous or {}
     now = timestamp(at)
     state = aggregate(entries, failures)
@@ -115,6 +120,19 @@ def kyma_status(
             now,
         ),
     ]
+    if webhook_installed is not None:
+        conditions.append(
+            _condition(
+                WEBHOOK_CONDITION,
+                webhook_installed,
+                "WebhookInstalled" if webhook_installed else "WebhookNotInstalled",
+                "the Runtime Watcher is installed in the SKR"
+                if webhook_installed
+                else "the Runtime Watcher is not installed",
+                conditions_before,
+                now,
+            )
+        )
     operation = "; ".join(failures) if failures else f"kyma is {state.lower()}"
     last = previous.get("lastOperation") or {}
     when = last.get("lastUpdateTime") if last.get("operation") == operation else None

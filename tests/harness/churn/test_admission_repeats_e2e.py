@@ -41,19 +41,18 @@ from aiohttp import web
 from harness.churn.admissions import webhook_calls
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import Cluster, LocalBackend
-from harness.kube import Resource, create, ensure_namespace, merge_patch
+from harness.kube import (
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    Resource,
+    create,
+    ensure_namespace,
+    merge_patch,
+)
 from watcher import pki
 
 pytestmark = pytest.mark.e2e
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-WEBHOOKS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration",
-    namespaced=False,
-)
 NAMESPACE = "repeats"
 WRITES = 300
 
@@ -214,7 +213,9 @@ async def test_one_write_can_be_admitted_twice(cluster_binaries: Binaries) -> No
         cluster = env["skr-repeats"]
         async with cluster.api_client() as api:
             await ensure_namespace(api, NAMESPACE)
-            await create(api, WEBHOOKS, webhook_configuration(port, ca_pem))
+            await create(
+                api, VALIDATING_WEBHOOK_CONFIGURATIONS, webhook_configuration(port, ca_pem)
+            )
         await asyncio.sleep(2.0)  # the API server picks up webhook configurations async
         runs = [
             await patch_back_to_back(cluster, recorder, f"back-to-back-{i}", 0.0) for i in range(3)

@@ -294,3 +294,21 @@ def test_scenarios_the_in_cluster_webhook_cannot_run_are_refused_before_start(
     webhook_restart = load_scenario(SCENARIOS / "webhook-restart.yaml")
     in_cluster = choose_backend("kubeconfig", env=env)
     assert scenario_backend(webhook_restart, in_cluster) is in_cluster
+
+
+async def test_repair_puts_back_a_deleted_secret_and_configuration(
+    ca: pki.CertificateAuthority,
+) -> None:
+    calls = FakeCalls()
+    inst = installation(ca, calls)
+    await inst.install()
+    await inst.apply_watchers([parse_watcher(klm_watcher_dict())])
+    assert await inst.repair() == ()  # nothing lost: applied again, nothing reported
+    secret = ("Secret", "kyma-system", "skr-webhook-tls")
+    vwc = ("ValidatingWebhookConfiguration", "", "skr-webhook")
+    kept = calls.objects.pop(secret), calls.objects.pop(vwc)
+    assert await inst.repair() == (
+        "Secret skr-webhook-tls",
+        "ValidatingWebhookConfiguration skr-webhook",
+    )
+    assert (calls.objects[secret], calls.objects[vwc]) == kept

@@ -36,7 +36,7 @@ from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
-from harness.kcp.kyma.reconcile import KymaReconcile, WatcherInstaller
+from harness.kcp.kyma.reconcile import SKR_CRDS, KymaReconcile, WatcherInstaller
 from harness.kcp.kyma.skr_access import SkrClients, kubeconfig_secret
 from harness.kcp.lifecycle_manager import LifecycleManager
 from harness.kcp.manifest_controller import ManifestController
@@ -205,7 +205,13 @@ async def watcher_environment(
             for s in spec.skrs
         }
         names = ("watcher", "kyma", "istio", "catalog", "manifest")
-        await apply_crds(kcp_api, [CRD_DIR / f"{n}.yaml" for n in names])
+        # The SKRs get the Kyma and catalog CRDs now, as KLM's first contact would: a new
+        # CRD's first write waits ~2 s in kube-apiserver, which passes while the rest
+        # starts instead of in each SKR's first reconcile (one after another).
+        await asyncio.gather(
+            apply_crds(kcp_api, [CRD_DIR / f"{n}.yaml" for n in names]),
+            *(apply_crds(api, SKR_CRDS) for api in skr_apis.values()),
+        )
 
         host_address = await resolve_host_address(spec, backend)
         ca = pki.create_ca(common_name="kcp-ca-1")

@@ -331,6 +331,24 @@ def rotate_ca_bundle(
     return _pem(out)
 
 
+def load_issued(cert_pem: bytes, key_pem: bytes, what: str = "certificate") -> Issued:
+    """A certificate and its key back from PEM (the first certificate of ``cert_pem``);
+    ``CertificateError`` when either does not parse or they do not belong together."""
+    certificate = load_certificates(cert_pem, what)[0]
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise CertificateError(f"{what}: the key does not parse: {exc}") from None
+    if not isinstance(key, (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey)):
+        raise CertificateError(f"{what}: unsupported key type {type(key).__name__}")
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(serialization.Encoding.DER, public) != (
+        certificate.public_key().public_bytes(serialization.Encoding.DER, public)
+    ):
+        raise CertificateError(f"{what}: the key does not belong to the certificate")
+    return Issued(certificate, key)
+
+
 def secret_data(issued: Issued, ca_bundle_pem: bytes) -> dict[str, bytes]:
     """The ``kubernetes.io/tls`` Secret layout cert-manager writes, as PEM bytes."""
     return {"tls.crt": issued.cert_pem, "tls.key": issued.key_pem, "ca.crt": ca_bundle_pem}

@@ -28,19 +28,25 @@ from harness.environment.core import WatcherEnvironment
 from harness.environment.hosting import (
     extra_san,
     gateway_listen_address,
+    in_cluster,
     resolve_host_address,
     skr_installation,
 )
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
+from harness.kcp.certificates.client import KymaCertificates
+from harness.kcp.certificates.gateway_secret import GatewaySecretManager
 from harness.kcp.gateway import EnvoyGateway
+from harness.kcp.gateway_credential import GatewayCredentialSync
 from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
-from harness.kcp.kyma.reconcile import SKR_CRDS, KymaReconcile, WatcherInstaller
+from harness.kcp.kyma.reconcile import SKR_CRDS, KymaReconcile
 from harness.kcp.kyma.skr_access import SkrClients, kubeconfig_secret
 from harness.kcp.lifecycle_manager import LifecycleManager
 from harness.kcp.manifest_controller import ManifestController
 from harness.kcp.mesh import GatewayMesh
+from harness.kcp.metrics import KlmMetrics
+from harness.kcp.skr_webhook import SkrWebhook, SkrWebhookManager
 from harness.kcp.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.workqueue import Trigger
 from harness.kube import (
@@ -55,6 +61,7 @@ from harness.kube import (
     ensure_namespace,
     get,
 )
+from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
 from watcher import pki
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION, SKR_NAMESPACE
@@ -120,18 +127,44 @@ async def _wait_ready(env: WatcherEnvironment, name: str, within: float) -> None
         ) from None
 
 
-def _watcher_installer(spec: EnvironmentSpec, fleet_ref: list[SkrFleet]) -> WatcherInstaller:
-    """The Kyma reconcile's watcher step: repair the SKR installation of the Kyma's SKR
-    (``SkrInstallation.repair``). A Kyma of no SKR of this environment is an error."""
+def _certificate_issuer(
+    spec: EnvironmentSpec, host_address: str
+) -> Callable[[pki.CertificateAuthority, str, str, str], pki.Issued]:
+    """How KLM issues each Kyma's certificate here: KLM's SANs plus what this host's API
+    servers dial (a host-run webhook serves it), with the SKR's fault override applied."""
+    overrides = {s.kyma_name: s.certificate for s in spec.skrs}
+    address = None if in_cluster(spec) else host_address
+
+    def issue(
+        ca: pki.CertificateAuthority, kyma: str, runtime_id: str, skr_domain: str
+    ) -> pki.Issued:
+        override = overrides.get(kyma, CertificateOverride())
+        return issue_webhook_certificate(ca, runtime_id, skr_domain, override, host_address=address)
+
+    return issue
+
+
+def _skr_webhooks(
+    spec: EnvironmentSpec, fleet_ref: list[SkrFleet]
+) -> Callable[[str], SkrWebhook | None]:
+    """Kyma name → the installation of its SKR (None: no SKR of this environment)."""
     clusters = {s.kyma_name: s.name for s in spec.skrs}
 
-    async def install(kyma: str) -> tuple[str, ...]:
+    def target(kyma: str) -> SkrWebhook | None:
         cluster = clusters.get(kyma)
-        if cluster is None or not fleet_ref:
-            raise HarnessError(f"no Runtime Watcher installation for Kyma {kyma}")
-        return await fleet_ref[0][cluster].repair()
+        return fleet_ref[0][cluster] if cluster is not None and fleet_ref else None
 
-    return install
+    return target
+
+
+def _routed(gateway: EnvoyGateway, watchers: list[Watcher]) -> list[Watcher]:
+    """The ``watchers`` the gateway routes already (an SKR wired for a Watcher before its
+    route is live would send events into Envoy's catch-all 404)."""
+    config = gateway.config
+    if config is None:
+        return []
+    rds = json.dumps(config.rds())
+    return [w for w in watchers if f'"{w.namespace}/{w.name}"' in rds]
 
 
 def _wire_after_routes(
@@ -146,11 +179,7 @@ def _wire_after_routes(
     """
 
     def routed(watchers: list[Watcher]) -> bool:
-        config = gateway.config
-        if config is None:
-            return not watchers
-        rds = json.dumps(config.rds())
-        return all(f'"{w.namespace}/{w.name}"' in rds for w in watchers)
+        return len(_routed(gateway, watchers)) == len(watchers)
 
     async def wire(watchers: list[Watcher]) -> None:
         try:
@@ -169,7 +198,8 @@ def _wire_after_routes(
 
 
 async def _apply_watchers(env: WatcherEnvironment) -> None:
-    """Apply the spec's Watchers; wait until the valid ones are routed and wired."""
+    """Apply the spec's Watchers; wait until the valid ones are routed (and, rolled out
+    immediately, wired)."""
     valid = []
     for obj in env.spec.watchers:
         await ensure_namespace(env.kcp_api, obj["metadata"]["namespace"])
@@ -214,11 +244,18 @@ async def watcher_environment(
         )
 
         host_address = await resolve_host_address(spec, backend)
-        ca = pki.create_ca(common_name="kcp-ca-1")
+        gateway_san = extra_san(host_address)
+        cas = await stack.enter_async_context(
+            GatewaySecretManager(
+                kcp_api,
+                server_certificate=lambda ca: issue_gateway_certificate(ca, gateway_san),
+                timings=spec.certificates,
+            )
+        )
         gw_dir = workdir / "gateway"
         gw_dir.mkdir()
-        gw_cert = issue_gateway_certificate(ca, extra_san(host_address))
-        files = pki.write_secret_files(gw_dir, pki.secret_data(gw_cert, ca.cert_pem))
+        served = pki.secret_data(cas.server_certificate, cas.bundle_pem)
+        files = pki.write_secret_files(gw_dir, served)
         mesh = GatewayMesh.create(workdir / "mesh") if spec.upstream_mtls else None
         gateway = await stack.enter_async_context(
             EnvoyGateway(
@@ -230,6 +267,10 @@ async def watcher_environment(
                 listen_address=gateway_listen_address(spec),
             )
         )
+        credential = await stack.enter_async_context(
+            GatewayCredentialSync(kcp_api, gateway, applied=served)
+        )
+        cas.confirm = credential.wait_trusted
         registry = ServiceRegistry()
         sync = await stack.enter_async_context(VirtualServiceSync(kcp_api, gateway, registry))
         await ensure_namespace(kcp_api, KCP_NAMESPACE)
@@ -238,12 +279,25 @@ async def watcher_environment(
         skr_clients = SkrClients(kcp_api)
         stack.push_async_callback(skr_clients.aclose)
         fleet_ref: list[SkrFleet] = []  # the fleet starts after KLM (its listener first)
+        metrics = KlmMetrics()
+        certificates = KymaCertificates(
+            kcp_api,
+            cas,
+            issue=_certificate_issuer(spec, host_address),
+            pinned=[s.kyma_name for s in spec.skrs if not s.certificate.is_default],
+            metrics=metrics,
+        )
+        controller = WatcherController(kcp_api)
+        skr_webhooks = SkrWebhookManager(
+            certificates,
+            watchers=lambda: _routed(gateway, controller.watchers()),
+            target=_skr_webhooks(spec, fleet_ref),
+        )
         klm = await stack.enter_async_context(
             LifecycleManager(
                 kcp_api,
-                reconcile=KymaReconcile(
-                    kcp_api, skr_clients, watcher=_watcher_installer(spec, fleet_ref)
-                ),
+                reconcile=KymaReconcile(kcp_api, skr_clients, watcher=skr_webhooks),
+                metrics=metrics,
                 workers=spec.klm_workers,
                 listener_config=(
                     mesh.listener_config(KLM_COMPONENT, KLM_SERVICE[:2])
@@ -265,22 +319,29 @@ async def watcher_environment(
         )
         registry.register(*KLM_SERVICE, ("127.0.0.1", klm.host.port))
 
+        # KLM issues each runtime's certificate (KCP Secret <kyma>-webhook-tls) before the
+        # webhook starts with it, as provisioning precedes the first reconcile.
+        issued = await asyncio.gather(
+            *(certificates.ensure(s.kyma_name, s.runtime_id, s.skr_domain) for s in spec.skrs)
+        )
         fleet = await stack.enter_async_context(
             SkrFleet(
                 skr_installation(
                     spec,
                     s,
                     clusters[s.name],
-                    ca=ca,
+                    ca=cas.issuing_ca,
+                    leaf=cert.issued,
+                    ca_bundle_pem=cert.ca_bundle_pem,
                     gateway_port=gateway.port,
                     host_address=host_address,
                 )
-                for s in spec.skrs
+                for s, cert in zip(spec.skrs, issued, strict=True)
             )
         )
         fleet_ref.append(fleet)
-        controller = WatcherController(kcp_api)
-        controller.on_change.append(_wire_after_routes(gateway, fleet))
+        if spec.watcher_rollout == "immediate":
+            controller.on_change.append(_wire_after_routes(gateway, fleet))
         await stack.enter_async_context(controller)
         env = WatcherEnvironment(
             spec=spec,
@@ -294,7 +355,7 @@ async def watcher_environment(
             fleet=fleet,
             controller=controller,
             rotation=CertificateRotation(
-                ca, gateway, fleet, gateway_host_address=extra_san(host_address)
+                cas, certificates, klm, fleet, {s.name: s.kyma_name for s in spec.skrs}
             ),
             workdir=workdir,
             stack=stack,
@@ -304,8 +365,13 @@ async def watcher_environment(
         klm.observers.append(env.log.recorder(KLM_COMPONENT))
         for listener in spec.listeners:
             await env.add_listener(listener.component, listener.service)
-        await _provision_kymas(env)
-        await _apply_watchers(env)
+        if spec.watcher_rollout == "reconcile":  # the Kymas' first reconciles wire them
+            await _apply_watchers(env)
+            await _provision_kymas(env)
+            await env.wait_wired(within=30)
+        else:
+            await _provision_kymas(env)
+            await _apply_watchers(env)
         yield env
 
 

@@ -130,20 +130,24 @@ class WatcherEnvironment:
         self, target: str, name: str, labels: Mapping[str, str] | None = None
     ) -> float:
         """One sample now: ``webhook/<skr>`` (scraped), ``listener/<component>`` (summed
-        over restarts) or ``gateway`` (an Envoy stat by its full name; no labels)."""
+        over restarts), ``gateway`` (an Envoy stat by its full name; no labels) or ``klm``
+        (the Lifecycle Manager's own metrics)."""
         kind, _, which = target.partition("/")
         labels = dict(labels or {})
         if kind == "webhook":
             return await self.fleet[which].metric(name, **labels)
         if kind == "listener":
             return self._listener(which).metric(name, labels)
+        if kind == "klm" and not which:
+            return self.klm.metrics.value(name, labels)
         if kind == "gateway" and not which:
             if labels:
                 raise FaultError(f"gateway stats have no labels; got {labels} for {name}")
             stats = await self.gateway.stats()
             return float(stats.get(name, 0))
         raise FaultError(
-            f"unknown metric target {target!r}; use webhook/<skr>, listener/<component> or gateway"
+            f"unknown metric target {target!r}; use webhook/<skr>, listener/<component>, "
+            "gateway or klm"
         )
 
     def _listener(self, component: str) -> ListenerHost:
@@ -198,37 +202,46 @@ class WatcherEnvironment:
                     if expected is None
                     else have is not None and have.spec == expected.spec
                 )
-                if matches and self.fleet.watchers == tuple(self.controller.watchers()):
+                if matches and (
+                    not self.rolls_out_immediately
+                    or self.fleet.watchers == tuple(self.controller.watchers())
+                ):
                     break
                 await asyncio.sleep(0.02)
             await self.wait_route(name, namespace, present=expected is not None, within=within)
             await self.wait_wired(within=within)
 
+    @property
+    def rolls_out_immediately(self) -> bool:
+        """Watcher changes re-render every SKR at once (else: at each Kyma's reconcile)."""
+        return self.spec.watcher_rollout == "immediate"
+
     async def wait_watchers_applied(self, names: Sequence[str], within: float = 15.0) -> None:
-        """Until the controller reports exactly ``names`` valid and every SKR is rewired."""
+        """Until the controller reports exactly ``names`` valid and (rolled out
+        immediately) every SKR is rewired."""
         wanted = sorted(names)
         async with asyncio.timeout(within):
             while True:
                 fleet_names = sorted(f"{w.namespace}/{w.name}" for w in self.fleet.watchers)
                 ctl_names = sorted(f"{w.namespace}/{w.name}" for w in self.controller.watchers())
-                if fleet_names == wanted and ctl_names == wanted:
+                if ctl_names == wanted and (
+                    fleet_names == wanted or not self.rolls_out_immediately
+                ):
                     return
                 await asyncio.sleep(0.02)
 
     async def wait_wired(self, within: float = 15.0) -> None:
         """Until every SKR API server calls its webhook for the SKR Kyma (SKRs without
-        one yet are skipped).
+        one yet, or whose Watchers do not select it, are skipped).
 
         A new ValidatingWebhookConfiguration reaches the API server's admission chain
         through an informer, a moment after the write; dry-run writes probe it without
         changing anything (metadata only: no event is sent), and the webhook's admission
         counter proves it was called. Skipped when no Watcher matches such a write.
         """
-        if not any(probes_kyma(w) for w in self.fleet.watchers):
-            return
         async with asyncio.timeout(within):
             for inst in self.fleet:
-                if not inst.running:
+                if not inst.running or not any(probes_kyma(w) for w in inst.watchers):
                     continue
                 api = self.skr_apis[inst.cluster.name]
                 if await get(api, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE) is None:
@@ -236,6 +249,8 @@ class WatcherEnvironment:
                 before = await inst.metric("watcher_admission_request_total")
                 probe = 0
                 while await inst.metric("watcher_admission_request_total") <= before:
+                    if not any(probes_kyma(w) for w in inst.watchers):
+                        break  # rewired meanwhile to Watchers such a write does not reach
                     probe += 1
                     await request(
                         api,

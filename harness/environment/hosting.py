@@ -57,11 +57,14 @@ def skr_installation(
     cluster: Cluster,
     *,
     ca: pki.CertificateAuthority,
+    leaf: pki.Issued,
+    ca_bundle_pem: bytes,
     gateway_port: int,
     host_address: str,
     env: Mapping[str, str] | None = None,
 ) -> SkrInstallation:
-    """The installation of ``skr`` in the spec's webhook mode."""
+    """The installation of ``skr`` in the spec's webhook mode, starting with ``leaf`` (the
+    certificate KLM issued for it) and trusting ``ca_bundle_pem``."""
     if in_cluster(spec):
         from harness.skr.in_cluster import InClusterSkrInstallation
 
@@ -78,17 +81,19 @@ def skr_installation(
             runtime_id=skr.runtime_id,
             skr_domain=skr.skr_domain,
             ca=ca,
-            ca_bundle_pem=ca.cert_pem,
+            ca_bundle_pem=ca_bundle_pem,
             kcp_addr=f"{host_address}:{gateway_port}",
             image=image,
             certificate=skr.certificate,
+            leaf=leaf,
         )
     return SkrInstallation(
         cluster,
         runtime_id=skr.runtime_id,
         skr_domain=skr.skr_domain,
         ca=ca,
-        ca_bundle_pem=ca.cert_pem,
+        ca_bundle_pem=ca_bundle_pem,
+        leaf=leaf,
         kcp_addr=f"{LOOPBACK}:{gateway_port}",
         delivery_mode=spec.delivery_mode_of(skr),
         certificate=skr.certificate,

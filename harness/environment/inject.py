@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from harness.clusters.plane import Environment as Clusters
-from harness.environment.rotation import CertificateRotation
+from harness.environment.rotation import CertificateRotation, RotationError
 from harness.faults import Fault, FaultError
 from harness.kcp.gateway import EnvoyGateway
 from harness.kcp.listener_host import ListenerHost
@@ -126,7 +126,13 @@ async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
         if params.get("skrs") is not None:
             raise FaultError("a CA rotation re-issues every SKR; do not pass skrs")
         await rotation.rotate_ca()
-        return f"new CA {rotation.ca.common_name}"
+        return (
+            f"new CA {rotation.ca.common_name} in the gateway's bundle; certificates follow "
+            "in each Kyma's next reconcile"
+        )
     _no_params(fault, params)
-    await rotation.drop_old_ca()
+    try:
+        await rotation.drop_old_ca()
+    except RotationError as exc:
+        raise FaultError(str(exc)) from None
     return f"trusting only {rotation.ca.common_name}"

@@ -1,36 +1,39 @@
-"""Certificate rotation across the KCP gateway and every SKR, without failed deliveries.
+"""Certificate faults, carried out the way KLM rotates (klm-reference §3).
 
-The order is cert-manager's zero-downtime order: widen trust first, then swap
-certificates, and narrow trust only once nothing uses the old CA any more.
+The Lifecycle Manager owns the certificates (``harness.kcp.certificates``); these actions
+only start what KLM would do and, where a test needs it, wait for the outcome:
 
-* ``leaf``: re-issue each chosen SKR's runtime certificate from the current CA and wait
-  until its webhook serves it (the webhook reloads the files without a restart).
-* ``ca``: create a new CA; prepend it to the bundle the gateway trusts for client
-  certificates (LDS swap) and to every SKR's ``ca.crt`` and webhook ``caBundle``; re-issue
-  every SKR leaf and then the gateway's serving certificate from the new CA. The old CA
-  stays trusted until :meth:`CertificateRotation.drop_old_ca`.
+* ``leaf``: the chosen Kymas' client certificates are renewed in the KCP (as ``cmctl
+  renew`` would) and their Kymas reconciled (trigger ``certificate-renewed``), which copies
+  them to the SKRs; returns once every webhook serves its new certificate.
+* ``ca``: a new CA enters the gateway's bundle (``caAddedToBundleAt``) and the gateway
+  trusts it; returns then. Each Kyma's next reconcile re-issues its certificate; the
+  gateway serves the new CA after the grace period (:meth:`CertificateRotation.wait_current`
+  waits for both).
+* ``drop-old-ca``: the older CAs leave the bundle, as if expired (refused while the
+  gateway still serves one of them).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from harness.errors import HarnessError
-from harness.kcp.gateway import EnvoyGateway
-from harness.skr.certs import host_sans, issue_webhook_certificate
+from harness.kcp.certificates.client import KymaCertificates
+from harness.kcp.certificates.gateway_secret import GatewaySecretManager, RotationError
+from harness.kcp.lifecycle_manager import LifecycleManager
+from harness.kcp.workqueue import Trigger
+from harness.skr.certs import host_sans
 from harness.skr.fleet import SkrFleet
 from harness.skr.install import SkrInstallation
 from watcher import pki
+from watcher.domain import KCP_NAMESPACE
 
 RotationKind = Literal["leaf", "ca"]
 GATEWAY_DNS_NAMES = ("localhost",)
-
-
-class RotationError(HarnessError, RuntimeError):
-    """A rotation step failed or was asked for in the wrong order."""
 
 
 def issue_gateway_certificate(
@@ -49,20 +52,25 @@ def issue_gateway_certificate(
 
 @dataclass
 class CertificateRotation:
-    """The KCP CA state of one environment and the steps that rotate it."""
+    """The certificate faults of one environment (see the module doc)."""
 
-    ca: pki.CertificateAuthority
-    gateway: EnvoyGateway
+    cas: GatewaySecretManager
+    certificates: KymaCertificates
+    klm: LifecycleManager
     fleet: SkrFleet
-    bundle_pem: bytes = b""
-    old_cas: list[pki.CertificateAuthority] = field(default_factory=list)
+    kymas: Mapping[str, str]
+    """SKR cluster name → its Kyma's name."""
     serve_within: float = 15.0
-    gateway_host_address: str | None = None
-    """An extra SAN of re-issued gateway certificates (see :func:`issue_gateway_certificate`)."""
 
-    def __post_init__(self) -> None:
-        if not self.bundle_pem:
-            self.bundle_pem = self.ca.cert_pem
+    @property
+    def ca(self) -> pki.CertificateAuthority:
+        """The CA issuing client certificates now."""
+        return self.cas.issuing_ca
+
+    @property
+    def bundle_pem(self) -> bytes:
+        """Every CA the gateway trusts, newest first."""
+        return self.cas.bundle_pem
 
     def _chosen(self, skrs: Sequence[str] | None) -> list[SkrInstallation]:
         if skrs is None:
@@ -81,49 +89,67 @@ class CertificateRotation:
             raise RotationError(f"unknown rotation kind {kind!r}; use 'leaf' or 'ca'")
 
     async def rotate_leaves(self, skrs: Sequence[str] | None = None) -> None:
-        """New runtime certificates from the current CA; returns once every one is served."""
-        await asyncio.gather(*(self._reissue(inst) for inst in self._chosen(skrs)))
+        """Renew the chosen Kymas' certificates; returns once every webhook serves its new one."""
+        chosen = self._chosen(skrs)
+        before = {inst.cluster.name: inst.leaf.cert_pem for inst in chosen}
+        for inst in chosen:
+            kyma = self.kymas[inst.cluster.name]
+            self.certificates.renew(kyma)
+            self.klm.reconciler.enqueue(f"{KCP_NAMESPACE}/{kyma}", Trigger.CERTIFICATE_RENEWED)
+        await asyncio.gather(*(self._served(i, before[i.cluster.name]) for i in chosen))
 
-    async def _reissue(self, inst: SkrInstallation) -> None:
-        leaf = await asyncio.to_thread(
-            issue_webhook_certificate,
-            self.ca,
-            inst.runtime_id,
-            inst.skr_domain,
-            inst.certificate,
-            host_address=inst.host_address,
-        )
-        inst.ca = self.ca
-        await inst.rotate(self.bundle_pem, leaf)
-        await inst.wait_serving(leaf, within=self.serve_within)
-
-    async def _trust(self, bundle: bytes) -> None:
-        """Make ``bundle`` the trusted CA bundle at the gateway and in every SKR."""
-
-        async def skr(inst: SkrInstallation) -> None:
-            await inst.rotate(bundle, inst.leaf)
-
-        await self.gateway.rotate_tls(ca_bundle_pem=bundle)
-        await asyncio.gather(*(skr(inst) for inst in self.fleet))
-        self.bundle_pem = bundle
+    async def _served(self, inst: SkrInstallation, old_pem: bytes | None) -> None:
+        """Until the installation took a certificate other than ``old_pem`` and serves it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.serve_within
+        while inst.leaf.cert_pem == old_pem:
+            if loop.time() > deadline:
+                kyma = self.kymas[inst.cluster.name]
+                raise HarnessError(
+                    f"SKR {inst.cluster.name}: no new certificate within "
+                    f"{self.serve_within:g} s; was Kyma {kyma} reconciled? "
+                    "(a Kyma that does not exist is never reconciled)"
+                )
+            await asyncio.sleep(0.05)  # set by the Kyma reconcile
+        await inst.wait_serving(inst.leaf, within=max(deadline - loop.time(), 1.0))
 
     async def rotate_ca(self) -> None:
-        """New CA: widen trust, re-issue SKR leaves, then the gateway's serving certificate."""
-        generation = len(self.old_cas) + 2
-        new_ca = await asyncio.to_thread(pki.create_ca, common_name=f"kcp-ca-{generation}")
-        await self._trust(pki.rotate_ca_bundle(self.bundle_pem, new_ca.cert_pem))
-        self.old_cas.append(self.ca)
-        self.ca = new_ca
-        # A leaf is served only after the webhook reloaded its files, ca.crt included.
-        await self.rotate_leaves()
-        served = await asyncio.to_thread(
-            issue_gateway_certificate, new_ca, self.gateway_host_address
-        )
-        await self.gateway.rotate_tls(cert_pem=served.cert_pem, key_pem=served.key_pem)
+        """A new CA in the bundle, trusted by the gateway; the rest follows KLM's timing."""
+        await self.cas.rotate()
 
     async def drop_old_ca(self) -> None:
-        """Trust only the current CA (after :meth:`rotate_ca`)."""
-        if not self.old_cas:
-            raise RotationError("no old CA to drop: rotate the CA first")
-        await self._trust(self.ca.cert_pem)
-        self.old_cas.clear()
+        """Trust only the newest CA (refused while the gateway serves an older one)."""
+        await self.cas.drop_old()
+
+    def current(self) -> list[str]:
+        """What still uses an older CA than the issuing one (empty: the rotation is done)."""
+        issuing = self.ca.certificate.subject
+        waiting = [
+            f"SKR {inst.cluster.name} ({inst.leaf.certificate.issuer.rfc4514_string()})"
+            for inst in self.fleet
+            if inst.leaf.certificate.issuer != issuing
+            and inst.cluster.name in self.kymas
+            and self.kymas[inst.cluster.name] not in self.certificates.pinned
+        ]
+        if self.cas.serving_ca is not self.ca:
+            waiting.append(f"the gateway (serves {self.cas.serving_ca.common_name})")
+        return waiting
+
+    async def wait_current(self, within: float = 60.0) -> None:
+        """Until every SKR serves a certificate of the issuing CA and the gateway serves
+        that CA too (after the grace period)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while waiting := self.current():
+            if loop.time() > deadline:
+                raise HarnessError(
+                    f"the CA rotation is not done after {within:g} s: {', '.join(waiting)} "
+                    "still on an older CA (certificates are re-issued in each Kyma's next "
+                    "reconcile; the gateway switches after the grace period)"
+                )
+            await asyncio.sleep(0.1)
+        for inst in self.fleet:
+            await inst.wait_serving(inst.leaf, within=max(deadline - loop.time(), 1.0))
+
+
+__all__ = ["CertificateRotation", "RotationError", "RotationKind", "issue_gateway_certificate"]

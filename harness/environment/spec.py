@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.clusters.selection import BackendChoice
+from harness.kcp.certificates.policy import CertificateTimings
 from harness.kcp.kyma.reconcile import SKR_KYMA_LABELS as SKR_KYMA_LABELS  # re-exported
 from harness.kcp.reconciler import RequeueIntervals
 from harness.skr.certs import CertificateOverride
@@ -17,6 +18,11 @@ from watcher.webhook.settings import DeliveryMode
 
 KLM_COMPONENT = "lifecycle-manager"
 KLM_SERVICE = ("klm-controller-manager-events", KCP_NAMESPACE, 8082)
+
+WatcherRollout = Literal["immediate", "reconcile"]
+"""How a Watcher change reaches the SKRs: ``immediate`` — every SKR's configuration is
+re-rendered at once (ours; the default); ``reconcile`` — at each Kyma's next reconcile
+(KLM's). In both, every reconcile renders from all Watchers."""
 
 Service = tuple[str, str, int]
 """(name, namespace, port) of a KCP Service, as a Watcher's ``serviceInfo`` names it."""
@@ -79,6 +85,9 @@ class EnvironmentSpec:
     """KLM's ``max-concurrent-kyma-reconciles``."""
     manifest_ready_after: float = 0.5
     """Seconds until the Manifest stand-in makes a new Manifest Ready (or Error)."""
+    certificates: CertificateTimings = field(default_factory=CertificateTimings)
+    """KLM's CA and client-certificate validities, renewals and the gateway's grace."""
+    watcher_rollout: WatcherRollout = "immediate"
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     upstream_mtls: bool = True

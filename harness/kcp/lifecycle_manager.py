@@ -32,6 +32,7 @@ from kubernetes_asyncio.client import ApiClient
 from harness.errors import HarnessError
 from harness.kcp.kyma_cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
 from harness.kcp.listener_host import EventConsumer, ListenerHost
+from harness.kcp.metrics import KlmMetrics
 from harness.kcp.reconciler import (
     Outcome,
     Reconcile,
@@ -108,12 +109,15 @@ class LifecycleManager:
         intervals: RequeueIntervals = RequeueIntervals(),  # noqa: B008 - frozen
         reconcile: ReconcileFn | None = None,
         clock: Callable[[], float] | None = None,
+        metrics: KlmMetrics | None = None,
     ) -> None:
         if listener is not None and listener_config is not None:
             raise ValueError("pass either a listener or a listener_config, not both")
         if pin_san and listener_config is None:
             raise ValueError("pin_san needs listener_config (the manager adds the hook)")
         self.namespace = namespace
+        self.metrics = metrics or KlmMetrics()
+        """KLM's own metrics (scenario target ``klm``)."""
         self.cache = KymaCache(api, namespace=namespace)
         self.cache.on_change = self._kyma_changed
         self._reconcile = reconcile or mark_ready(api)

@@ -30,6 +30,7 @@ class Trigger(StrEnum):
     KYMA_CREATED = "kyma-created"  # the Kyma appeared after the manager started
     KYMA_CHANGED = "kyma-changed"  # its generation (spec) or labels changed
     MANIFEST_CHANGED = "manifest-changed"  # one of its Manifests changed state or went away
+    CERTIFICATE_RENEWED = "certificate-renewed"  # the harness renewed its certificate (a fault)
 
 
 @dataclass(frozen=True)

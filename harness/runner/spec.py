@@ -12,18 +12,21 @@ says where the clusters come from; a scenario needing what that backend cannot d
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.clusters.backends import in_cluster_reason, unsupported_reason
 from harness.clusters.selection import BackendChoice, backend_name
 from harness.environment.spec import EnvironmentSpec, ListenerSpec, SkrSpec
+from harness.kcp.certificates.policy import CertificateTimings
 from harness.kcp.kyma.modules import catalog_fixture
 from harness.kcp.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
 from harness.scenario import (
     Certificate,
     CertificateKind,
+    Certificates,
     FaultOp,
     ProcessFault,
     RotateFault,
@@ -79,6 +82,17 @@ def certificate_override(certificate: Certificate) -> CertificateOverride:
             return CertificateOverride.empty_cn()
 
 
+def certificate_timings(settings: Certificates) -> CertificateTimings:
+    """The Lifecycle Manager's certificate timings from ``settings.klm.certificates``."""
+    return CertificateTimings(
+        ca_validity=dt.timedelta(seconds=settings.ca_validity),
+        ca_renew_before=dt.timedelta(seconds=settings.ca_renew_before),
+        client_validity=dt.timedelta(seconds=settings.client_validity),
+        client_renew_before=dt.timedelta(seconds=settings.client_renew_before),
+        grace=dt.timedelta(seconds=settings.grace),
+    )
+
+
 def environment_spec(
     scenario: Scenario,
     *,
@@ -124,6 +138,8 @@ def environment_spec(
         ),
         klm_workers=scenario.settings.klm.concurrency,
         manifest_ready_after=scenario.settings.klm.manifest_ready_after,
+        certificates=certificate_timings(scenario.settings.klm.certificates),
+        watcher_rollout=scenario.settings.klm.watcher_rollout,
         webhook_env=dict(webhook_env or {}),
         log_dir=log_dir,
         backend=choice,

@@ -63,7 +63,7 @@ from harness.scenario.operations import (
     WatcherChange,
     WatcherOp,
 )
-from harness.scenario.settings import Requeue, Settings
+from harness.scenario.settings import Certificates, Klm, Requeue, Settings
 from harness.scenario.steps import Step
 from harness.scenario.values import ResourceRef, format_duration, parse_duration
 from harness.scenario.watchers import DefaultWatcher, Listener, Service, WatcherDef
@@ -78,6 +78,7 @@ __all__ = [
     "Backend",
     "Certificate",
     "CertificateKind",
+    "Certificates",
     "Churn",
     "ChurnMix",
     "ChurnOp",
@@ -97,6 +98,7 @@ __all__ = [
     "InvalidScenario",
     "KcpFault",
     "KcpFaultSpec",
+    "Klm",
     "Kyma",
     "Latency",
     "Listener",

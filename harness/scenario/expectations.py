@@ -19,7 +19,7 @@ METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 """A Prometheus metric name (``webhook/<skr>``, ``listener/<component>``)."""
 STAT_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:.-]*$"
 """An Envoy stat name (``gateway``): dotted, e.g. ``ssl.fail_verify_error``."""
-TARGET_PATTERN = r"^(gateway|(listener|webhook|apiserver)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+TARGET_PATTERN = r"^(gateway|klm|(listener|webhook|apiserver)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 
 
 class Count(Model):
@@ -99,6 +99,7 @@ class ReconcileExpectation(_Counted):
             "kyma-created",
             "kyma-changed",
             "manifest-changed",
+            "certificate-renewed",
         ]
         | None
     ) = None
@@ -115,9 +116,11 @@ class RejectionExpectation(_Counted):
 
 
 class MetricExpectation(Model):
-    """``target`` ``gateway`` | ``listener/<component>`` | ``webhook/<skr>`` |
-    ``apiserver/<cluster>`` (the kube-apiserver's own /metrics: counters, gauges, histogram
-    ``_count``/``_sum``/``_bucket`` samples, summed over the label values not given); the
+    """``target`` ``gateway`` | ``klm`` (the Lifecycle Manager's own metrics, e.g.
+    ``lifecycle_mgr_self_signed_cert_not_renew``) | ``listener/<component>`` |
+    ``webhook/<skr>`` | ``apiserver/<cluster>`` (the kube-apiserver's own /metrics:
+    counters, gauges, histogram ``_count``/``_sum``/``_bucket`` samples, summed over the
+    label values not given); the
     sample ``name{labels}`` compared with ``value`` (0 if the series does not exist).
 
     For ``gateway``, ``name`` is an Envoy stat (dots allowed, no labels): a full name, or a

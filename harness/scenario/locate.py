@@ -189,7 +189,7 @@ def _short(value: Any) -> str:
 
 _PATTERNS = {
     FAULT_TARGET_PATTERN: "gateway, listener/<component>, webhook/<skr> or apiserver/<cluster>",
-    TARGET_PATTERN: "gateway, listener/<component>, webhook/<skr> or apiserver/<cluster>",
+    TARGET_PATTERN: "gateway, klm, listener/<component>, webhook/<skr> or apiserver/<cluster>",
     SELECTION_CLUSTER_PATTERN: 'a cluster name, or "*" for every SKR',
     METRIC_NAME_PATTERN: "a Prometheus metric name",
 }

@@ -1,9 +1,12 @@
 """``settings``: knobs of the KCP side (SAN pinning, the Lifecycle Manager's requeue times,
-its concurrency and how long a Manifest takes to become Ready)."""
+its concurrency, how long a Manifest takes to become Ready, its certificate timings and
+how Watcher changes reach the SKRs)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, model_validator
 
 from harness.scenario.values import Duration, Model, PositiveDuration
 
@@ -20,13 +23,41 @@ class Requeue(Model):
     error_max: PositiveDuration = 30.0
 
 
+DAY = 86400.0
+
+
+class Certificates(Model):
+    """KLM's certificate timings (klm-reference §3; defaults are KLM's): a new CA
+    ``caRenewBefore`` its end, client certificates re-issued ``clientRenewBefore`` theirs
+    (and whenever they predate the newest CA), the gateway serving the new CA ``grace``
+    after it entered the bundle. Short values run a whole rotation in about a minute."""
+
+    ca_validity: PositiveDuration = 90 * DAY
+    ca_renew_before: Duration = 61 * DAY
+    client_validity: PositiveDuration = 60 * DAY
+    client_renew_before: Duration = 30 * DAY
+    grace: Duration = 4 * DAY
+
+    @model_validator(mode="after")
+    def _renewal_before_end(self) -> Certificates:
+        if self.ca_renew_before >= self.ca_validity:
+            raise ValueError("caRenewBefore must be shorter than caValidity")
+        if self.client_renew_before >= self.client_validity:
+            raise ValueError("clientRenewBefore must be shorter than clientValidity")
+        return self
+
+
 class Klm(Model):
-    """The Lifecycle Manager stand-in: ``concurrency`` is KLM's
-    ``max-concurrent-kyma-reconciles`` (default 1); ``manifestReadyAfter`` is how long the
-    Manifest stand-in takes to make a module's Manifest Ready (or Error)."""
+    """The Lifecycle Manager: ``concurrency`` is KLM's ``max-concurrent-kyma-reconciles``
+    (default 1); ``manifestReadyAfter`` is how long the Manifest stand-in takes to make a
+    module's Manifest Ready (or Error); ``certificates`` its certificate timings;
+    ``watcherRollout`` how a Watcher change reaches the SKRs: ``immediate`` (ours: every
+    SKR re-rendered at once) or ``reconcile`` (KLM's: at each Kyma's next reconcile)."""
 
     concurrency: int = Field(default=1, ge=1, le=32)
     manifest_ready_after: Duration = 0.5
+    certificates: Certificates = Field(default_factory=Certificates)
+    watcher_rollout: Literal["immediate", "reconcile"] = "immediate"
 
 
 class Settings(Model):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Protocol
 
@@ -52,7 +52,7 @@ from harness.skr.install import SkrInstallation
 from harness.skr.metrics import parse_metrics
 from watcher import pki
 from watcher.model import Contract
-from watcher.render.skr_bundle import METRICS_PORT, NAME
+from watcher.render.skr_bundle import METRICS_PORT, NAME, TLS_SECRET
 from watcher.render.skr_manifests import (
     NetworkPolicyMode,
     SkrManifestParams,
@@ -73,6 +73,9 @@ VWC_KIND = VWCS.kind
 KEPT_KINDS = frozenset({"Namespace"})
 """Left to the backend's ownership cleanup (a local API server never finishes deleting a
 namespace without a namespace controller)."""
+RESTART_ANNOTATION = "operator.kyma-project.io/pod-restart-trigger"
+"""On the webhook pods' template: the serial of the certificate they must load (a new
+value rolls the pods, as KLM restarts the webhook when its certificate changes)."""
 ROTATION_REFUSED = (
     "in-cluster webhook: certificate rotation is not supported (the pod sees a new Secret "
     "only after the kubelet's sync); run rotation scenarios with WATCHER_HARNESS_WEBHOOK_MODE=host"
@@ -188,9 +191,11 @@ class InClusterSkrInstallation(SkrInstallation):
         available_timeout: float = 120.0,
         poll_seconds: float = 0.5,
         calls: ClusterCalls | None = None,
+        leaf: pki.Issued | None = None,
     ) -> None:
         """``kcp_addr``: ``<host address>:<gateway port>`` as the pods dial it; ``calls``:
-        the Kubernetes operations (default: the cluster's API server)."""
+        the Kubernetes operations (default: the cluster's API server); ``leaf``: the
+        certificate KLM issued (default: issued here)."""
         if not image:
             raise SkrInstallError(
                 f"SKR {cluster.name}: the in-cluster webhook needs an image; set "
@@ -207,6 +212,7 @@ class InClusterSkrInstallation(SkrInstallation):
             certificate=certificate,
             failure_policy=failure_policy,
             timeout_seconds=timeout_seconds,
+            leaf=leaf,
         )
         self.image = image
         self.kcp_addr = kcp_addr
@@ -276,13 +282,14 @@ class InClusterSkrInstallation(SkrInstallation):
         if self._installed:
             raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
         async with AsyncExitStack() as stack:
-            self._leaf = await asyncio.to_thread(
-                issue_webhook_certificate,
-                self.ca,
-                self.runtime_id,
-                self.skr_domain,
-                self.certificate,
-            )
+            if self._leaf is None:
+                self._leaf = await asyncio.to_thread(
+                    issue_webhook_certificate,
+                    self.ca,
+                    self.runtime_id,
+                    self.skr_domain,
+                    self.certificate,
+                )
             if self._calls is None:
                 api = await stack.enter_async_context(self.cluster.api_client())
                 self._calls = ApiCalls(api)
@@ -354,6 +361,7 @@ class InClusterSkrInstallation(SkrInstallation):
 
     async def apply_watchers(self, watchers: Sequence[Watcher]) -> None:
         async with self._lock:
+            self._watchers = tuple(watchers)  # first, as in the host mode
             body = self.render(watchers)
             if body is None:
                 await self.calls.delete(VWCS, CONFIGURATION_NAME, None)
@@ -362,13 +370,33 @@ class InClusterSkrInstallation(SkrInstallation):
                     await self.calls.apply(body)
                 except KubeError as exc:
                     raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
-            self._watchers = tuple(watchers)
 
-    async def repair(self) -> tuple[str, ...]:
+    async def repair(
+        self,
+        watchers: Callable[[], Sequence[Watcher]] | None = None,
+        certificate: tuple[pki.Issued, bytes] | None = None,
+    ) -> tuple[str, ...]:
         """Apply the Secret and ``skr-webhook`` again (server-side apply: a no-op for the
-        API server when nothing changed); what was missing is reported as restored."""
+        API server when nothing changed); what was missing is reported as restored. A new
+        ``certificate`` goes into the Secret and restarts the pods through their template
+        annotation (KLM's pod-restart), because a mounted Secret reaches a running pod
+        only after the kubelet's sync."""
         async with self._lock:
             restored = []
+            renewed = False
+            if certificate is not None:
+                leaf, bundle = certificate
+                if leaf.cert_pem != self.leaf.cert_pem or bundle != self._ca_bundle_pem:
+                    self._leaf = leaf
+                    self._set_bundle(bundle)
+                    secret = next(o for o in self.manifests() if o.get("kind") == "Secret")
+                    self._applied = [
+                        secret if o.get("kind") == "Secret" else o for o in self._applied
+                    ]
+                    renewed = True
+                    restored.append("certificate")
+            if watchers is not None:  # read under the lock: the newest set wins
+                self._watchers = tuple(watchers())
             wanted = [o for o in self._applied if o.get("kind") == "Secret"]
             body = self.render(self._watchers)
             if body is not None:
@@ -382,7 +410,19 @@ class InClusterSkrInstallation(SkrInstallation):
                     await self.calls.apply(obj)
                 except KubeError as exc:
                     raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
+            if renewed:
+                serial = format(self.leaf.certificate.serial_number, "x")
+                template = {"metadata": {"annotations": {RESTART_ANNOTATION: serial}}}
+                await self.calls.patch(
+                    DEPLOYMENTS, NAME, self.namespace, {"spec": {"template": template}}
+                )
             return tuple(restored)
+
+    async def remove(self) -> None:
+        """Delete ``skr-webhook`` and the Secret from the SKR (the Kyma is gone)."""
+        async with self._lock:
+            await self.calls.delete(VWCS, CONFIGURATION_NAME, None)
+            await self.calls.delete(SECRETS, TLS_SECRET, self.namespace)
 
     async def rotate(self, new_ca_bundle_pem: bytes, new_leaf: pki.Issued) -> None:
         raise SkrInstallError(ROTATION_REFUSED)

@@ -25,7 +25,7 @@ import dataclasses
 import shutil
 import ssl
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -88,12 +88,15 @@ class SkrInstallation:
         spool: bool = True,
         host_address: str = ports.LOOPBACK,
         bind_host: str | None = None,
+        leaf: pki.Issued | None = None,
     ) -> None:
-        """``log_dir`` keeps the webhook log after uninstall (default: inside the owned
-        directory, deleted with it); ``extra_env`` adds ``WATCHER_*`` knobs (it wins, so
-        ``WATCHER_SPOOL_DIR=""`` also turns the spool off); ``spool``: see the module;
-        ``host_address``: how the API server reaches this host (url clientConfig and a
-        SAN); ``bind_host``: what the webhook binds (default: see :func:`bind_address`)."""
+        """``leaf``: the certificate KLM issued for this runtime (default: issue one from
+        ``ca`` with ``certificate`` applied); ``log_dir`` keeps the webhook log after
+        uninstall (default: inside the owned directory, deleted with it); ``extra_env``
+        adds ``WATCHER_*`` knobs (it wins, so ``WATCHER_SPOOL_DIR=""`` also turns the
+        spool off); ``spool``: see the module; ``host_address``: how the API server
+        reaches this host (url clientConfig and a SAN); ``bind_host``: what the webhook
+        binds (default: see :func:`bind_address`)."""
         self.cluster = cluster
         self.runtime_id = runtime_id
         self.skr_domain = skr_domain
@@ -116,7 +119,7 @@ class SkrInstallation:
         self._ready_timeout = ready_timeout
         self._spool = spool
         self._directory: Path | None = None
-        self._leaf: pki.Issued | None = None
+        self._leaf: pki.Issued | None = leaf
         self._webhook: WebhookProcess | None = None
         self._api: ApiClient | None = None
         self._stack: AsyncExitStack | None = None
@@ -224,14 +227,15 @@ class SkrInstallation:
             stack.callback(shutil.rmtree, directory, ignore_errors=True)
             self._directory = directory
             self.tls.directory.mkdir(mode=0o700)
-            self._leaf = await asyncio.to_thread(
-                issue_webhook_certificate,
-                self.ca,
-                self.runtime_id,
-                self.skr_domain,
-                self.certificate,
-                host_address=self.host_address,
-            )
+            if self._leaf is None:
+                self._leaf = await asyncio.to_thread(
+                    issue_webhook_certificate,
+                    self.ca,
+                    self.runtime_id,
+                    self.skr_domain,
+                    self.certificate,
+                    host_address=self.host_address,
+                )
             pki.write_secret_files(
                 self.tls.directory, pki.secret_data(self._leaf, self._ca_bundle_pem)
             )
@@ -328,37 +332,73 @@ class SkrInstallation:
 
     async def apply_watchers(self, watchers: Sequence[Watcher]) -> None:
         """Render ``skr-webhook`` from ALL ``watchers`` and create or replace it in the SKR;
-        delete it when there are none. Concurrent calls are applied one after another."""
+        delete it when there are none. Concurrent calls are applied one after another.
+        :attr:`watchers` changes first, so whoever probes the new configuration waits for it
+        rather than probing the old one."""
         async with self._lock:
+            self._watchers = tuple(watchers)
             body = self.render(watchers)
             if body is None:
                 await self._delete_configuration()
             else:
                 await self._put_configuration(body)
-            self._watchers = tuple(watchers)
 
-    async def repair(self) -> tuple[str, ...]:
-        """Put back what the SKR lost or someone altered: the Secret ``skr-webhook-tls``
-        and ``skr-webhook`` as last applied (KLM re-applies them in every Kyma reconcile).
-        Writes only what differs; returns what it restored."""
+    async def repair(
+        self,
+        watchers: Callable[[], Sequence[Watcher]] | None = None,
+        certificate: tuple[pki.Issued, bytes] | None = None,
+    ) -> tuple[str, ...]:
+        """What KLM's Kyma reconcile does to this SKR's watcher: take ``certificate`` (the
+        KCP's ``<kyma>-webhook-tls`` and the CA bundle) when it differs — the webhook
+        reloads its files, as a mounted Secret updates in a pod —, render ``skr-webhook``
+        from ``watchers`` (None: as last applied), and put back the Secret and the
+        configuration when lost or altered. Writes only what differs, the configuration
+        (whose ``caBundle`` must trust a new serving certificate) before the files.
+        Returns what it changed."""
         async with self._lock:
             api = self._api_client()
-            restored = []
+            changed = []
+            new_leaf = None
+            if certificate is not None:
+                leaf, bundle = certificate
+                if leaf.cert_pem != self.leaf.cert_pem or bundle != self._ca_bundle_pem:
+                    new_leaf = leaf
+                    self._set_bundle(bundle)
+                    changed.append(f"certificate ({leaf.certificate.issuer.rfc4514_string()})")
+            if watchers is not None:  # read under the lock: the newest set wins
+                self._watchers = tuple(watchers())
+                self._vwc_applied = True
+            wanted = self.render(self._watchers) if self._vwc_applied else None
+            current = await get(api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME)
+            if wanted is None:
+                if current is not None and self._vwc_applied:
+                    await self._delete_configuration()
+                    changed.append(f"ValidatingWebhookConfiguration {CONFIGURATION_NAME} deleted")
+            elif current is None or not match_object({"webhooks": wanted["webhooks"]}, current).ok:
+                await self._put_configuration(wanted)
+                changed.append(f"ValidatingWebhookConfiguration {CONFIGURATION_NAME}")
+            if new_leaf is not None:
+                data = pki.secret_data(new_leaf, self._ca_bundle_pem)
+                await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
+                self._leaf = new_leaf
             wanted_secret = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
             secret = await get(api, SECRETS, SECRET_NAME, NAMESPACE)
             if secret is None or secret.get("data") != wanted_secret["data"]:
                 await self._put_secret()
-                restored.append(f"Secret {NAMESPACE}/{SECRET_NAME}")
-            wanted = self.render(self._watchers) if self._vwc_applied else None
-            if wanted is not None:
-                current = await get(api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME)
-                if (
-                    current is None
-                    or not match_object({"webhooks": wanted["webhooks"]}, current).ok
-                ):
-                    await self._put_configuration(wanted)
-                    restored.append(f"ValidatingWebhookConfiguration {CONFIGURATION_NAME}")
-            return tuple(restored)
+                changed.append(f"Secret {NAMESPACE}/{SECRET_NAME}")
+            return tuple(changed)
+
+    async def remove(self) -> None:
+        """Delete ``skr-webhook`` and the Secret from the SKR (the Kyma is gone); the
+        webhook process stays, and :meth:`repair` puts both back."""
+        async with self._lock:
+            await self._delete_configuration()
+            await self._delete_secret()
+
+    def _set_bundle(self, bundle: bytes) -> None:
+        self._ca_bundle_pem = bundle
+        if self.certificate.ca is None:
+            self._serving_bundle_pem = bundle
 
     # -- rotation ---------------------------------------------------------------------
 
@@ -371,9 +411,7 @@ class SkrInstallation:
         still hold the old CA (see ``pki.rotate_ca_bundle``) for in-flight connections.
         """
         async with self._lock:
-            self._ca_bundle_pem = new_ca_bundle_pem
-            if self.certificate.ca is None:
-                self._serving_bundle_pem = new_ca_bundle_pem
+            self._set_bundle(new_ca_bundle_pem)
             if self._vwc_applied and self._watchers:
                 body = self.render(self._watchers)
                 assert body is not None

@@ -17,11 +17,13 @@ from kubernetes_asyncio import client
 from harness.clusters import ports
 from harness.skr.errors import SkrInstallError
 from harness.skr.webhook import WebhookConfig
+from watcher.domain import SKR_NAMESPACE
+from watcher.render.skr_bundle import TLS_SECRET
 from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import FailurePolicy, UrlTarget, render_webhook_configuration
 
-NAMESPACE = "kyma-system"
-SECRET_NAME = "skr-webhook-tls"
+NAMESPACE = SKR_NAMESPACE
+SECRET_NAME = TLS_SECRET
 
 
 def secret_manifest(data: dict[str, bytes], *, name: str = SECRET_NAME) -> dict[str, Any]:

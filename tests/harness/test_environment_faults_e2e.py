@@ -9,6 +9,7 @@ Measured recovery times are printed (``-s``) for docs/numbers.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -27,7 +28,9 @@ from harness.environment import (
     WatcherEnvironment,
     watcher_environment,
 )
+from harness.kcp.certificates.policy import CertificateTimings
 from harness.kcp.lifecycle_manager import Trigger
+from harness.kcp.reconciler import RequeueIntervals
 from harness.kube import KYMAS, Resource, create_or_replace, delete, merge_patch
 from watcher.render.watcher_cr import klm_watcher_dict, watcher_dict
 
@@ -62,6 +65,10 @@ async def env() -> AsyncIterator[WatcherEnvironment]:
         watchers=(klm_watcher_dict(), cm_watcher({"watch-me": "yes"})),
         listeners=(ListenerSpec("cm-manager", CM_SERVICE),),
         webhook_env={"WATCHER_RETRY_BASE_SECONDS": "0.1", "WATCHER_RETRY_MAX_SECONDS": "1"},
+        # KLM's rotation re-issues in each Kyma's next reconcile; the gateway switches after
+        # the grace period: both short here.
+        intervals=RequeueIntervals(success=1.0),
+        certificates=CertificateTimings(grace=dt.timedelta(seconds=2)),
     )
     async with watcher_environment(spec) as environment:
         yield environment
@@ -259,6 +266,9 @@ async def test_rotation_under_writes_has_no_failed_delivery(env: WatcherEnvironm
         await env.rotate("leaf", skrs=["skr-a"])
         leaf = time.monotonic()
         await env.rotate("ca")
+        with pytest.raises(FaultError, match="still serves a certificate of kcp-ca-1"):
+            await env.drop_old_ca()  # before the grace period: it would cut off the SKRs
+        await env.rotation.wait_current(within=20)
         ca = time.monotonic()
         await env.drop_old_ca()
         dropped = time.monotonic()
@@ -266,7 +276,8 @@ async def test_rotation_under_writes_has_no_failed_delivery(env: WatcherEnvironm
         stop.set()
         await task
     print(
-        f"rotation with {writes} writes: leaf {leaf - started:.2f} s, CA {ca - leaf:.2f} s, "
+        f"rotation with {writes} writes: leaf {leaf - started:.2f} s, CA (re-issued in the "
+        f"next reconciles, gateway after 2 s grace) {ca - leaf:.2f} s, "
         f"drop old CA {dropped - ca:.2f} s"
     )
     since = await touch_kyma(env, "skr-a")
@@ -276,3 +287,8 @@ async def test_rotation_under_writes_has_no_failed_delivery(env: WatcherEnvironm
     assert await failed_requests(env) == before
     assert env.rejections()[KLM_COMPONENT] == {}
     assert env.ca.common_name == "kcp-ca-2"
+    assert env.rotation.cas.serving_ca.common_name == "kcp-ca-2"
+    assert env.rotation.bundle_pem == env.ca.cert_pem
+    for kyma in ("kyma-skr-a", "kyma-skr-b"):
+        labels = {"kyma_name": kyma}
+        assert await env.metric("klm", "lifecycle_mgr_self_signed_cert_not_renew", labels) == 0

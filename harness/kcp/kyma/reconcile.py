@@ -12,15 +12,16 @@
 6. **Status**: computed once (:mod:`.status`), written to the KCP Kyma and the SKR Kyma
    when it says something new. The outcome (requeue interval) follows the state.
 
-Deletion (finalizer ``operator.kyma-project.io/Kyma``): the Kyma's Manifests, then the SKR
-Kyma and the catalog copies, then the finalizer. An SKR that cannot be reached keeps the
-finalizer (requeued with backoff) unless its kubeconfig Secret is gone — then there is
-nothing left to clean up from here.
+5b. **Runtime Watcher** (given a ``watcher``, the
+   :class:`~harness.kcp.skr_webhook.SkrWebhookManager`): the runtime's certificate
+   ensured in the KCP and copied to the SKR, the SKR's ``skr-webhook-tls`` Secret and
+   ``skr-webhook`` configuration (from all Watchers) put back if lost or altered
+   (condition ``SKRWebhook``).
 
-5b. **Runtime Watcher** (given a ``watcher`` installer): the SKR's ``skr-webhook-tls``
-   Secret and ``skr-webhook`` configuration are put back if lost or altered, so a deleted
-   VWC returns with the next reconcile (condition ``SKRWebhook``). The certificate and the
-   webhook process itself are still set up by the environment (see ``docs/klm.md``).
+Deletion (finalizer ``operator.kyma-project.io/Kyma``): the Kyma's Manifests, then the
+SKR's watcher resources, the SKR Kyma and the catalog copies, the KCP certificate, then the
+finalizer. An SKR that cannot be reached keeps the finalizer (requeued with backoff)
+unless its kubeconfig Secret is gone — then there is nothing left to clean up there.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kubernetes_asyncio.client import ApiClient
 
@@ -95,10 +96,19 @@ _OUTCOMES: Final = {
 
 Obj = Mapping[str, Any]
 
-WatcherInstaller = Callable[[str], Awaitable[tuple[str, ...]]]
-"""Kyma name → make its SKR's watcher resources (Secret ``skr-webhook-tls``, the
-``skr-webhook`` configuration) what they should be; returns what it restored. Raises a
-``HarnessError`` when it cannot."""
+
+class RuntimeWatcher(Protocol):
+    """The reconcile's watcher step (:class:`~harness.kcp.skr_webhook.SkrWebhookManager`)."""
+
+    async def install(self, kyma: Obj) -> tuple[str, ...]:
+        """Make the Kyma's SKR watcher what it should be; what changed. Raises a
+        ``HarnessError`` when it cannot."""
+        ...
+
+    async def remove(self, kyma: Obj, *, skr_reachable: bool) -> None:
+        """The Kyma is being deleted: its watcher leaves the SKR (when reachable) and
+        its certificate the KCP."""
+        ...
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
@@ -136,11 +146,11 @@ class KymaReconcile:
         kcp_api: ApiClient,
         skrs: SkrClients,
         *,
-        watcher: WatcherInstaller | None = None,
+        watcher: RuntimeWatcher | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``watcher``: installs (repairs) the Runtime Watcher in a Kyma's SKR, by Kyma
-        name; ``None`` leaves the watcher alone (no ``SKRWebhook`` condition)."""
+        """``watcher``: deploys the Runtime Watcher into a Kyma's SKR; ``None`` leaves
+        the watcher alone (no ``SKRWebhook`` condition)."""
         self.kcp = kcp_api
         self.skrs = skrs
         self.watcher = watcher
@@ -174,10 +184,10 @@ class KymaReconcile:
             entries = [kyma_status.module_entry(p, manifests.get(p.name)) for p in plans]
             if self.watcher is not None:
                 webhook_installed = False
-                restored = await self.watcher(name)
+                changed = await self.watcher.install(kyma)
                 webhook_installed = True
-                if restored:
-                    logger.info("reconcile of %s restored %s", key, ", ".join(restored))
+                if changed:
+                    logger.info("reconcile of %s: watcher %s", key, ", ".join(changed))
         except (SkrAccessError, KubeError, HarnessError) as exc:
             failures.append(str(exc))
             logger.info("reconcile of %s: %s", key, exc)
@@ -301,7 +311,11 @@ class KymaReconcile:
             skr = await self.skrs.client(name)
         except SkrAccessError as exc:
             logger.info("deleting %s: SKR not reachable (%s); nothing to clean up there", name, exc)
+            if self.watcher is not None:
+                await self.watcher.remove(kyma, skr_reachable=False)
         else:
+            if self.watcher is not None:
+                await self.watcher.remove(kyma, skr_reachable=True)
             await delete(skr, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE)
             for resource in CATALOG:
                 copies, _ = await list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)

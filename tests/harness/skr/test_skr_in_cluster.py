@@ -245,27 +245,47 @@ def test_the_environment_picks_the_installation_by_webhook_mode(
     env = {"WATCHER_HARNESS_KUBECONFIG": "/k", "WATCHER_HARNESS_WEBHOOK_MODE": "in-cluster"}
     spec = EnvironmentSpec(backend=choose_backend("kubeconfig", env=env))
     skr = SkrSpec("skr-a", "runtime-a", "skr-a.kyma.example.com")
+    leaf = pki.issue_runtime_certificate(ca, skr.runtime_id, skr.skr_domain)
     inst = skr_installation(
         spec,
         skr,
         cluster(),
         ca=ca,
+        leaf=leaf,
+        ca_bundle_pem=ca.cert_pem,
         gateway_port=40443,
         host_address="10.0.0.5",
         env={"WATCHER_HARNESS_IMAGE": IMAGE},
     )
     assert isinstance(inst, InClusterSkrInstallation)
     assert (inst.kcp_addr, inst.image) == ("10.0.0.5:40443", IMAGE)
+    assert inst.leaf is leaf  # KLM's certificate, not one of its own
     assert gateway_listen_address(spec) == "0.0.0.0"
     host = skr_installation(
-        EnvironmentSpec(), skr, cluster(), ca=ca, gateway_port=40443, host_address="127.0.0.1"
+        EnvironmentSpec(),
+        skr,
+        cluster(),
+        ca=ca,
+        leaf=leaf,
+        ca_bundle_pem=ca.cert_pem,
+        gateway_port=40443,
+        host_address="127.0.0.1",
     )
     assert not isinstance(host, InClusterSkrInstallation)
     assert host.host_address == "127.0.0.1"
+    assert host.leaf is leaf
     knobs = EnvironmentSpec(backend=spec.backend, webhook_env={"WATCHER_RETRY_MAX_SECONDS": "1"})
     with pytest.raises(SkrInstallError, match="WATCHER_HARNESS_WEBHOOK_MODE=host"):
         skr_installation(
-            knobs, skr, cluster(), ca=ca, gateway_port=1, host_address="10.0.0.5", env={}
+            knobs,
+            skr,
+            cluster(),
+            ca=ca,
+            leaf=leaf,
+            ca_bundle_pem=ca.cert_pem,
+            gateway_port=1,
+            host_address="10.0.0.5",
+            env={},
         )
 
 

@@ -1,0 +1,172 @@
+"""Per-Kyma client certificates ``istio-system/<kyma>-webhook-tls`` (klm-reference §3).
+
+In each Kyma reconcile KLM makes sure its runtime has a certificate (cert-manager issues
+it; ours issues it here, from :attr:`GatewaySecretManager.issuing_ca`): CN = the runtime
+id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names (plus what this
+host's API servers dial, added by the environment's ``issue`` function). It is issued
+again when :func:`~harness.kcp.certificates.policy.client_renewal_reason` names a reason
+— above all when it predates ``caAddedToBundleAt`` — and the reconcile copies the result
+to the SKR.
+
+``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1 from the moment a Kyma's
+certificate is due (a new CA arrived, or the reconcile found a reason) until it has been
+issued again; a Kyma whose SKR cannot be reached shows 1 for as long as that lasts.
+
+``pinned`` Kymas keep what was first issued for them (a fault scenario's deliberately
+broken certificate: wrong SAN, expired, foreign CA); only a missing Secret is re-issued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.kcp.certificates import policy
+from harness.kcp.certificates.gateway_secret import GatewaySecretManager, utcnow
+from harness.kcp.certificates.secrets import SecretLayoutError, tls_data, tls_secret
+from harness.kcp.metrics import KlmMetrics
+from harness.kube import SECRETS, create_or_replace, get
+from watcher import pki
+from watcher.domain import (
+    CLIENT_CERTIFICATE_SUFFIX,
+    ISTIO_NAMESPACE,
+    KYMA_NAME_LABEL,
+    LIFECYCLE_MANAGER,
+    MANAGED_BY_LABEL,
+)
+from watcher.errors import CertificateError
+
+logger = logging.getLogger("harness.kcp.certificates")
+
+Issue = Callable[[pki.CertificateAuthority, str, str, str], pki.Issued]
+"""(CA, Kyma name, runtime id, skr-domain) → the Kyma's client certificate."""
+
+
+def default_issue(
+    ca: pki.CertificateAuthority, kyma: str, runtime_id: str, skr_domain: str
+) -> pki.Issued:
+    """KLM's certificate for ``kyma`` (no host-specific SANs)."""
+    return pki.issue_runtime_certificate(ca, runtime_id, skr_domain)
+
+
+def secret_name(kyma: str) -> str:
+    return f"{kyma}{CLIENT_CERTIFICATE_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class KymaCertificate:
+    """What the reconcile copies to the SKR: the certificate and the CA bundle to trust."""
+
+    issued: pki.Issued
+    ca_bundle_pem: bytes
+    reissued: str | None = None
+    """Why it was issued in this call (None: the stored one was fine)."""
+
+
+class KymaCertificates:
+    """``await certs.ensure(kyma, runtime_id, skr_domain)`` → the Kyma's certificate."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        cas: GatewaySecretManager,
+        *,
+        issue: Issue = default_issue,
+        pinned: Collection[str] = (),
+        metrics: KlmMetrics | None = None,
+        clock: Callable[[], dt.datetime] = utcnow,
+    ) -> None:
+        self.api = api
+        self.cas = cas
+        self._issue = issue
+        self.pinned = frozenset(pinned)
+        self.metrics = metrics or KlmMetrics()
+        self._clock = clock
+        self._known: set[str] = set()
+        self._forced: set[str] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        cas.on_rotated.append(self._ca_rotated)
+
+    def _ca_rotated(self, ca: pki.CertificateAuthority) -> None:
+        """Every certificate issued so far now predates ``caAddedToBundleAt``."""
+        for kyma in self._known - self.pinned:
+            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+
+    def renew(self, kyma: str) -> None:
+        """Issue ``kyma``'s certificate again at its next :meth:`ensure` (``cmctl renew``)."""
+        self._forced.add(kyma)
+        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+
+    async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
+        """The Kyma's certificate from its KCP Secret, issued (again) when needed."""
+        lock = self._locks.setdefault(kyma, asyncio.Lock())
+        async with lock:
+            name = secret_name(kyma)
+            secret = await get(self.api, SECRETS, name, ISTIO_NAMESPACE)
+            stored: pki.Issued | None = None
+            reason: str | None = "there is none"
+            if secret is not None:
+                try:
+                    data = tls_data(secret)
+                    stored = pki.load_issued(data["tls.crt"], data["tls.key"], f"Secret {name}")
+                except (SecretLayoutError, CertificateError) as exc:
+                    reason = f"the stored one is unusable: {exc}"
+                else:
+                    reason = self._reason(kyma, stored, runtime_id, skr_domain)
+            bundle = self.cas.bundle_pem
+            self._known.add(kyma)
+            if reason is None and stored is not None:
+                if data["ca.crt"] != bundle:  # the bundle changed since: keep it current
+                    await self._write(kyma, stored, bundle)
+                return KymaCertificate(stored, bundle)
+            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            ca = self.cas.issuing_ca
+            issued = await asyncio.to_thread(self._issue, ca, kyma, runtime_id, skr_domain)
+            await self._write(kyma, issued, bundle)
+            self._forced.discard(kyma)
+            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
+            logger.info("issued the certificate of %s from %s: %s", kyma, ca.common_name, reason)
+            return KymaCertificate(issued, bundle, reissued=reason)
+
+    def _reason(
+        self, kyma: str, stored: pki.Issued, runtime_id: str, skr_domain: str
+    ) -> str | None:
+        if kyma in self._forced:
+            return "a renewal was asked for"
+        if kyma in self.pinned:
+            return None
+        return policy.client_renewal_reason(
+            stored.certificate,
+            runtime_id=runtime_id,
+            skr_domain=skr_domain,
+            issuing_ca=self.cas.issuing_ca.certificate,
+            ca_added_at=self.cas.ca_added_at,
+            now=self._clock(),
+            timings=self.cas.timings,
+        )
+
+    async def _write(self, kyma: str, issued: pki.Issued, bundle: bytes) -> None:
+        body = tls_secret(
+            secret_name(kyma),
+            ISTIO_NAMESPACE,
+            pki.secret_data(issued, bundle),
+            labels={KYMA_NAME_LABEL: kyma, MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+        )
+        await create_or_replace(self.api, SECRETS, body)
+
+    def forget(self, kyma: str) -> None:
+        """The Kyma is gone: no gauge, no state."""
+        self._known.discard(kyma)
+        self._forced.discard(kyma)
+        self._locks.pop(kyma, None)
+        with contextlib.suppress(KeyError):
+            self.metrics.cert_not_renewed.remove(kyma)
+
+
+__all__ = ["Issue", "KymaCertificate", "KymaCertificates", "default_issue", "secret_name"]

@@ -1,0 +1,270 @@
+"""KLM's CA and the gateway Secret ``istio-system/klm-istio-gateway`` (klm-reference §3).
+
+:class:`GatewaySecretManager` owns the CAs the watcher's certificates come from. It keeps
+the gateway Secret true to :mod:`.policy`: ``ca.crt`` is every unexpired CA, newest first;
+annotation ``caAddedToBundleAt`` says when the newest arrived; ``tls.crt``/``tls.key`` are
+the gateway's serving certificate, from the CA that has been in the bundle for the grace
+period. A timer task wakes at the next deadline (a CA due for renewal, a serving switch,
+an expiry); :meth:`GatewaySecretManager.rotate` makes a new CA at once (``fault: {rotate:
+ca}``).
+
+Ordering, so that no delivery fails: a new CA becomes the **issuing** CA (what
+:class:`~harness.kcp.certificates.client.KymaCertificates` signs with) only after
+``confirm`` returned for the bundle holding it — the environment waits there until the
+gateway trusts the bundle, as Istio's SDS push would have done by the time cert-manager
+re-issues. Upstream the CA itself doubles as the serving certificate; ours issues a
+serving certificate from it (with the SANs the SKR webhooks dial), see ``docs/klm.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.aio import Service, spawn, stop_tasks
+from harness.errors import HarnessError
+from harness.kcp.certificates import policy
+from harness.kcp.certificates.secrets import tls_secret
+from harness.kube import SECRETS, KubeError, create_or_replace, ensure_namespace
+from watcher import pki
+from watcher.domain import (
+    CA_ADDED_ANNOTATION,
+    GATEWAY_SECRET_NAME,
+    ISTIO_NAMESPACE,
+    LIFECYCLE_MANAGER,
+    MANAGED_BY_LABEL,
+)
+
+logger = logging.getLogger("harness.kcp.certificates")
+
+SERVING_CA_ANNOTATION = "harness.kyma-project.io/serving-ca"
+"""Ours: the CN of the CA whose certificate the gateway serves (for scenario asserts)."""
+MAX_SLEEP = 30.0
+"""The timer re-checks at least this often (seconds), whatever the deadlines say."""
+
+ServerCertificate = Callable[[pki.CertificateAuthority], pki.Issued]
+"""CA → the gateway's serving certificate from it."""
+Confirm = Callable[[bytes], Awaitable[None]]
+"""Bundle PEM → returns once the gateway trusts it."""
+
+
+class RotationError(HarnessError, RuntimeError):
+    """A CA step asked for in an order that would break deliveries."""
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class BundleCa:
+    """A CA in the bundle: its key pair and when it entered the bundle."""
+
+    ca: pki.CertificateAuthority
+    added_at: dt.datetime
+
+    @property
+    def entry(self) -> policy.BundleEntry:
+        return policy.BundleEntry(self.ca.certificate, self.added_at)
+
+
+class GatewaySecretManager(Service):
+    """``async with GatewaySecretManager(kcp_api, server_certificate=...) as cas:``"""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        server_certificate: ServerCertificate,
+        timings: policy.CertificateTimings = policy.CertificateTimings(),  # noqa: B008 - frozen
+        confirm: Confirm | None = None,
+        clock: Callable[[], dt.datetime] = utcnow,
+    ) -> None:
+        self._api = api
+        self.timings = timings
+        self._server_certificate = server_certificate
+        self.confirm = confirm
+        """Awaited with each new bundle before its newest CA issues (set by the environment
+        once the gateway's credential sync runs)."""
+        self._clock = clock
+        self._bundle: list[BundleCa] = []
+        self._issuing: pki.CertificateAuthority | None = None
+        self._serving: tuple[pki.CertificateAuthority, pki.Issued] | None = None
+        self._generation = 0
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.on_rotated: list[Callable[[pki.CertificateAuthority], None]] = []
+        """Called with each new CA once it issues (after ``confirm``)."""
+
+    # -- facts --------------------------------------------------------------------------
+
+    @property
+    def issuing_ca(self) -> pki.CertificateAuthority:
+        """The CA client certificates are signed with: the newest the gateway trusts."""
+        if self._issuing is None:
+            raise HarnessError("the gateway Secret manager has not started")
+        return self._issuing
+
+    @property
+    def bundle_pem(self) -> bytes:
+        """Every unexpired CA, newest first (the Secret's ``ca.crt``)."""
+        return b"".join(b.ca.cert_pem for b in self._bundle)
+
+    @property
+    def cas(self) -> tuple[pki.CertificateAuthority, ...]:
+        return tuple(b.ca for b in self._bundle)
+
+    @property
+    def ca_added_at(self) -> dt.datetime:
+        """When the newest CA entered the bundle (whole seconds, as the annotation says)."""
+        if not self._bundle:
+            raise HarnessError("the gateway Secret manager has not started")
+        return self._bundle[0].added_at
+
+    @property
+    def serving_ca(self) -> pki.CertificateAuthority:
+        if self._serving is None:
+            raise HarnessError("the gateway Secret manager has not started")
+        return self._serving[0]
+
+    @property
+    def server_certificate(self) -> pki.Issued:
+        if self._serving is None:
+            raise HarnessError("the gateway Secret manager has not started")
+        return self._serving[1]
+
+    def secret(self) -> dict[str, object]:
+        """The gateway Secret as it should be now."""
+        data = pki.secret_data(self.server_certificate, self.bundle_pem)
+        return tls_secret(
+            GATEWAY_SECRET_NAME,
+            ISTIO_NAMESPACE,
+            data,
+            labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+            annotations={
+                CA_ADDED_ANNOTATION: self.ca_added_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                SERVING_CA_ANNOTATION: self.serving_ca.common_name,
+            },
+        )
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """The first CA (serving at once), the Secret, the timer."""
+        ca = await self._new_ca()
+        self._bundle = [BundleCa(ca, policy.whole_second(self._clock()))]
+        self._serving = (ca, await asyncio.to_thread(self._server_certificate, ca))
+        await ensure_namespace(self._api, ISTIO_NAMESPACE)
+        await self._write()
+        self._issuing = ca
+        self._task = spawn(self._timer(), "gateway-secret-timer")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            await stop_tasks([task])
+
+    async def _new_ca(self) -> pki.CertificateAuthority:
+        self._generation += 1
+        now = self._clock()
+        return await asyncio.to_thread(
+            pki.create_ca,
+            f"kcp-ca-{self._generation}",
+            validity=self.timings.ca_validity,
+            now=now,
+        )
+
+    async def _write(self) -> None:
+        await create_or_replace(self._api, SECRETS, self.secret())
+
+    # -- rotation -----------------------------------------------------------------------
+
+    async def rotate(self) -> pki.CertificateAuthority:
+        """A new CA now: prepended to the bundle, ``caAddedToBundleAt`` set, the Secret
+        written; it issues once ``confirm`` says the gateway trusts the bundle."""
+        async with self._lock:
+            return await self._rotate()
+
+    async def _rotate(self) -> pki.CertificateAuthority:
+        ca = await self._new_ca()
+        now = self._clock()
+        kept = policy.unexpired([b.entry for b in self._bundle], now)
+        self._bundle = [BundleCa(ca, policy.whole_second(now))] + [
+            b for b in self._bundle if b.entry in kept
+        ]
+        await self._write()
+        if self.confirm is not None:
+            await self.confirm(self.bundle_pem)
+        self._issuing = ca
+        logger.info("new CA %s in the gateway bundle (%d CAs)", ca.common_name, len(self._bundle))
+        for callback in list(self.on_rotated):
+            callback(ca)
+        self._wake.set()
+        return ca
+
+    async def drop_old(self) -> None:
+        """Keep only the newest CA in the bundle, as if the older ones had expired. Refused
+        while the gateway still serves a certificate of an older CA."""
+        async with self._lock:
+            if len(self._bundle) < 2:
+                raise RotationError("no old CA to drop: rotate the CA first")
+            if self.serving_ca is not self._bundle[0].ca:
+                left = self._bundle[0].added_at + self.timings.grace - self._clock()
+                raise RotationError(
+                    f"the gateway still serves a certificate of {self.serving_ca.common_name} "
+                    f"(it switches to {self._bundle[0].ca.common_name} in "
+                    f"{max(left.total_seconds(), 0):.0f} s, after the grace period)"
+                )
+            self._bundle = self._bundle[:1]
+            await self._write()
+            if self.confirm is not None:
+                await self.confirm(self.bundle_pem)
+
+    async def tick(self) -> None:
+        """Do what is due now: a new CA, expired CAs out, the serving switch."""
+        async with self._lock:
+            now = self._clock()
+            if policy.ca_renewal_due(self._bundle[0].ca.certificate, now, self.timings):
+                await self._rotate()
+                now = self._clock()
+            changed = False
+            kept = policy.unexpired([b.entry for b in self._bundle], now)
+            if len(kept) != len(self._bundle) and kept:
+                self._bundle = [b for b in self._bundle if b.entry in kept]
+                changed = True
+            index = policy.serving_entry([b.entry for b in self._bundle], now, self.timings.grace)
+            ca = self._bundle[index].ca
+            if self._serving is None or self._serving[0] is not ca:
+                self._serving = (ca, await asyncio.to_thread(self._server_certificate, ca))
+                logger.info("the gateway serves a certificate of %s now", ca.common_name)
+                changed = True
+            if changed:
+                await self._write()
+
+    async def _timer(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except KubeError as exc:  # the KCP API server restarting: try again soon
+                logger.info("gateway Secret not written: %s", exc)
+                await asyncio.sleep(1.0)
+                continue
+            now = self._clock()
+            index = policy.serving_entry([b.entry for b in self._bundle], now, self.timings.grace)
+            deadline = policy.next_deadline(
+                [b.entry for b in self._bundle], index, now, self.timings
+            )
+            sleep = min(max((deadline - now).total_seconds(), 0.05), MAX_SLEEP)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=sleep)
+
+
+__all__ = ["SERVING_CA_ANNOTATION", "GatewaySecretManager", "RotationError"]

@@ -1,0 +1,41 @@
+"""Lifecycle Manager's own metrics, named as upstream's (``docs/operator/operations.md``).
+
+One registry per manager, read by scenarios as target ``klm``
+(``{target: klm, name: lifecycle_mgr_self_signed_cert_not_renew, labels: {kyma_name: ...}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Gauge
+
+
+class KlmMetrics:
+    """``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}``: 1 while a Kyma's client
+    certificate is due to be issued again (e.g. it predates the newest CA) and has not
+    been yet, 0 once it has."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.cert_not_renewed = Gauge(
+            "lifecycle_mgr_self_signed_cert_not_renew",
+            "Indicates that the self-signed Certificate of a Kyma CR is not renewed yet.",
+            ["kyma_name"],
+            registry=self.registry,
+        )
+
+    def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """One sample (0 when absent); labels not given are summed over."""
+        wanted = dict(labels or {})
+        total = 0.0
+        for family in self.registry.collect():
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in wanted.items()
+                ):
+                    total += sample.value
+        return total
+
+
+__all__ = ["KlmMetrics"]

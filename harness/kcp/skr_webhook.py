@@ -1,0 +1,101 @@
+"""KLM's SKR webhook manager: the Runtime Watcher deployed by every Kyma reconcile.
+
+In each reconcile of a Kyma (klm-reference §2.5) KLM makes sure the runtime's client
+certificate is current (:class:`~harness.kcp.certificates.client.KymaCertificates`, the
+KCP Secret ``istio-system/<kyma>-webhook-tls``), copies it to the SKR's
+``kyma-system/skr-webhook-tls`` and applies the SKR webhook resources with the
+ValidatingWebhookConfiguration rendered from **all** Watchers — so whatever the SKR lost
+or someone altered is back after the next reconcile, and a Watcher change reaches an SKR
+at its next reconcile. Deleting the Kyma removes them from the SKR again.
+
+The SKR side is reached through an :class:`SkrWebhook` per Kyma (the environment's
+installation: a webhook process on this host, or the Deployment in the SKR), so this
+module decides *what* each SKR gets and the installation knows *how*.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from harness.errors import HarnessError
+from harness.kcp.certificates.client import KymaCertificates, secret_name
+from harness.kube import SECRETS, delete
+from watcher import pki
+from watcher.domain import ISTIO_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
+from watcher.render.watcher_cr import Watcher
+
+logger = logging.getLogger("harness.kcp.skr_webhook")
+
+Obj = Mapping[str, Any]
+
+
+class SkrWebhook(Protocol):
+    """The watcher in one SKR, as the reconcile drives it."""
+
+    async def repair(
+        self,
+        watchers: Callable[[], Sequence[Watcher]] | None = None,
+        certificate: tuple[pki.Issued, bytes] | None = None,
+    ) -> tuple[str, ...]:
+        """Take ``certificate``, render from ``watchers``, put back what differs; what
+        changed."""
+        ...
+
+    async def remove(self) -> None:
+        """Delete the SKR's watcher resources (configuration, Secret)."""
+        ...
+
+
+class SkrWebhookManager:
+    """``await manager.install(kyma)`` in each reconcile; ``remove(kyma)`` on deletion."""
+
+    def __init__(
+        self,
+        certificates: KymaCertificates,
+        *,
+        watchers: Callable[[], Sequence[Watcher]],
+        target: Callable[[str], SkrWebhook | None],
+    ) -> None:
+        """``watchers``: every Watcher the SKRs should serve now (valid and routed);
+        ``target``: Kyma name → its SKR's webhook (None: this KCP has none for it)."""
+        self.certificates = certificates
+        self._watchers = watchers
+        self._target = target
+
+    def _skr(self, name: str) -> SkrWebhook:
+        target = self._target(name)
+        if target is None:
+            raise HarnessError(f"no Runtime Watcher installation for Kyma {name}")
+        return target
+
+    async def install(self, kyma: Obj) -> tuple[str, ...]:
+        """Certificate, Secret and configuration of the Kyma's SKR as they should be;
+        what changed. A Kyma without runtime id or ``skr-domain`` is an error (the
+        certificate needs both)."""
+        meta = kyma.get("metadata") or {}
+        name = str(meta.get("name"))
+        runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
+        skr_domain = (meta.get("annotations") or {}).get(SKR_DOMAIN_ANNOTATION)
+        if not runtime_id or not skr_domain:
+            missing = "label " + RUNTIME_ID_LABEL if not runtime_id else ""
+            if not skr_domain:
+                missing += (" and " if missing else "") + "annotation " + SKR_DOMAIN_ANNOTATION
+            raise HarnessError(f"Kyma {name} has no {missing}: no certificate can be issued")
+        skr = self._skr(name)
+        cert = await self.certificates.ensure(name, runtime_id, skr_domain)
+        return await skr.repair(self._watchers, (cert.issued, cert.ca_bundle_pem))
+
+    async def remove(self, kyma: Obj, *, skr_reachable: bool = True) -> None:
+        """The Kyma goes: its SKR's watcher resources (when the SKR can be reached), then
+        its KCP certificate."""
+        name = str((kyma.get("metadata") or {}).get("name"))
+        target = self._target(name)
+        if target is not None and skr_reachable:
+            await target.remove()
+        await delete(self.certificates.api, SECRETS, secret_name(name), ISTIO_NAMESPACE)
+        self.certificates.forget(name)
+
+
+__all__ = ["SkrWebhook", "SkrWebhookManager"]

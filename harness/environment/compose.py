@@ -19,10 +19,13 @@ import asyncio
 import json
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+from kubernetes_asyncio.client import ApiClient
+
+from harness.aio import spawn, stop_tasks
 from harness.clusters.backends import open_backend
 from harness.environment.core import WatcherEnvironment
 from harness.environment.hosting import (
@@ -52,14 +55,17 @@ from harness.kcp.workqueue import Trigger
 from harness.kube import (
     GATEWAYS,
     KYMAS,
+    MANIFESTS,
     MODULE_RELEASE_METAS,
     MODULE_TEMPLATES,
     SECRETS,
+    VIRTUAL_SERVICES,
     WATCHERS,
     apply_crds,
     create_or_replace,
     ensure_namespace,
     get,
+    warm_up_writes,
 )
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
@@ -125,6 +131,31 @@ async def _wait_ready(env: WatcherEnvironment, name: str, within: float) -> None
             f"Kyma {KCP_NAMESPACE}/{name} not Ready within {within:g} s "
             f"(state {state or 'none'}: {operation or 'never reconciled'})"
         ) from None
+
+
+KCP_KINDS = (
+    GATEWAYS,
+    KYMAS,
+    WATCHERS,
+    VIRTUAL_SERVICES,
+    MODULE_TEMPLATES,
+    MODULE_RELEASE_METAS,
+    MANIFESTS,
+)
+SKR_KINDS = (KYMAS, MODULE_TEMPLATES, MODULE_RELEASE_METAS)
+"""The custom resources the environment and KLM write at start, by cluster."""
+
+
+async def _prepare_api_servers(kcp_api: ApiClient, skr_apis: Mapping[str, ApiClient]) -> None:
+    """Every custom resource type warmed up for writes (``warm_up_writes``: ~2 s once, for
+    all types and clusters together), then KLM's Istio Gateway ``kcp-system/klm-watcher``
+    (what Watchers' routes attach to)."""
+    await ensure_namespace(kcp_api, KCP_NAMESPACE)
+    await asyncio.gather(
+        warm_up_writes(kcp_api, KCP_KINDS, KCP_NAMESPACE),
+        *(warm_up_writes(api, SKR_KINDS, SKR_NAMESPACE) for api in skr_apis.values()),
+    )
+    await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
 
 
 def _certificate_issuer(
@@ -242,6 +273,10 @@ async def watcher_environment(
             apply_crds(kcp_api, [CRD_DIR / f"{n}.yaml" for n in names]),
             *(apply_crds(api, SKR_CRDS) for api in skr_apis.values()),
         )
+        # While the rest starts: the new types' first-write wait, then KLM's Gateway (the
+        # Kymas and the Watcher controller need both; awaited below).
+        prepared = spawn(_prepare_api_servers(kcp_api, skr_apis), "prepare-api-servers")
+        stack.push_async_callback(stop_tasks, [prepared])
 
         host_address = await resolve_host_address(spec, backend)
         gateway_san = extra_san(host_address)
@@ -273,8 +308,6 @@ async def watcher_environment(
         cas.confirm = credential.wait_trusted
         registry = ServiceRegistry()
         sync = await stack.enter_async_context(VirtualServiceSync(kcp_api, gateway, registry))
-        await ensure_namespace(kcp_api, KCP_NAMESPACE)
-        await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
 
         skr_clients = SkrClients(kcp_api)
         stack.push_async_callback(skr_clients.aclose)
@@ -342,7 +375,6 @@ async def watcher_environment(
         fleet_ref.append(fleet)
         if spec.watcher_rollout == "immediate":
             controller.on_change.append(_wire_after_routes(gateway, fleet))
-        await stack.enter_async_context(controller)
         env = WatcherEnvironment(
             spec=spec,
             clusters=clusters,
@@ -365,13 +397,20 @@ async def watcher_environment(
         klm.observers.append(env.log.recorder(KLM_COMPONENT))
         for listener in spec.listeners:
             await env.add_listener(listener.component, listener.service)
-        if spec.watcher_rollout == "reconcile":  # the Kymas' first reconciles wire them
+
+        await prepared
+
+        async def start_watchers() -> None:
+            await stack.enter_async_context(controller)
             await _apply_watchers(env)
+
+        if spec.watcher_rollout == "reconcile":  # the Kymas' first reconciles wire them
+            await start_watchers()
             await _provision_kymas(env)
             await env.wait_wired(within=30)
         else:
             await _provision_kymas(env)
-            await _apply_watchers(env)
+            await start_watchers()
         yield env
 
 

@@ -55,6 +55,10 @@ def default_issue(
     return pki.issue_runtime_certificate(ca, runtime_id, skr_domain)
 
 
+ISSUER_ANNOTATION = "harness.kyma-project.io/issuer"
+"""Ours, on a client certificate Secret: the CN of the CA that signed it (for asserts)."""
+
+
 def secret_name(kyma: str) -> str:
     return f"{kyma}{CLIENT_CERTIFICATE_SUFFIX}"
 
@@ -157,6 +161,7 @@ class KymaCertificates:
             ISTIO_NAMESPACE,
             pki.secret_data(issued, bundle),
             labels={KYMA_NAME_LABEL: kyma, MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+            annotations={ISSUER_ANNOTATION: policy.issuer_name(issued.certificate)},
         )
         await create_or_replace(self.api, SECRETS, body)
 
@@ -169,4 +174,11 @@ class KymaCertificates:
             self.metrics.cert_not_renewed.remove(kyma)
 
 
-__all__ = ["Issue", "KymaCertificate", "KymaCertificates", "default_issue", "secret_name"]
+__all__ = [
+    "ISSUER_ANNOTATION",
+    "Issue",
+    "KymaCertificate",
+    "KymaCertificates",
+    "default_issue",
+    "secret_name",
+]

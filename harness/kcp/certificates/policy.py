@@ -110,6 +110,13 @@ def common_name(certificate: x509.Certificate) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def issuer_name(certificate: x509.Certificate) -> str:
+    """The CN of the CA that signed ``certificate``."""
+    names = certificate.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
+    value = names[0].value if names else ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def dns_names(certificate: x509.Certificate) -> list[str]:
     try:
         san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
@@ -150,6 +157,9 @@ __all__ = [
     "CertificateTimings",
     "ca_renewal_due",
     "client_renewal_reason",
+    "common_name",
+    "dns_names",
+    "issuer_name",
     "next_deadline",
     "serving_entry",
     "unexpired",

@@ -21,6 +21,7 @@ from harness.runner.spec import scenario_backend
 from harness.scenario.loader import load_scenario, loads_scenario
 from harness.skr.errors import SkrInstallError
 from harness.skr.in_cluster import (
+    RESTART_ANNOTATION,
     ROTATION_REFUSED,
     InClusterSkrInstallation,
     available,
@@ -332,3 +333,32 @@ async def test_repair_puts_back_a_deleted_secret_and_configuration(
         "ValidatingWebhookConfiguration skr-webhook",
     )
     assert (calls.objects[secret], calls.objects[vwc]) == kept
+
+
+async def test_a_new_certificate_goes_into_the_secret_and_rolls_the_pods(
+    ca: pki.CertificateAuthority,
+) -> None:
+    calls = FakeCalls()
+    inst = installation(ca, calls)
+    await inst.install()
+    secret = ("Secret", "kyma-system", "skr-webhook-tls")
+    first = calls.objects[secret]["data"]
+    assert not any(entry[0] == "patch" for entry in calls.log)
+    new_ca = pki.create_ca("kcp-ca-2")
+    leaf = pki.issue_runtime_certificate(new_ca, "runtime-a", "skr-a.kyma.example.com")
+    bundle = pki.rotate_ca_bundle(ca.cert_pem, new_ca.cert_pem)
+    changed = await inst.repair(lambda: [parse_watcher(klm_watcher_dict())], (leaf, bundle))
+    assert changed[0] == "certificate" and inst.leaf is leaf
+    data = calls.objects[secret]["data"]
+    assert data != first
+    assert base64.b64decode(data["tls.crt"]) == leaf.cert_pem
+    assert base64.b64decode(data["ca.crt"]) == bundle
+    patches = [entry for entry in calls.log if entry[0] == "patch"]
+    assert len(patches) == 1 and RESTART_ANNOTATION in patches[0][2]
+    assert format(leaf.certificate.serial_number, "x") in patches[0][2]
+    # The same certificate again changes nothing and restarts nothing.
+    assert "certificate" not in await inst.repair(None, (leaf, bundle))
+    assert len([entry for entry in calls.log if entry[0] == "patch"]) == 1
+    await inst.remove()
+    assert secret not in calls.objects
+    assert ("ValidatingWebhookConfiguration", "", "skr-webhook") not in calls.objects

@@ -52,6 +52,13 @@ def _new_key(key_type: KeyType, rsa_bits: int) -> PrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
+def name_cn(name: x509.Name) -> str:
+    """The (first) CN of a subject or issuer name; ``""`` when it has none."""
+    names = name.get_attributes_for_oid(NameOID.COMMON_NAME)
+    value = names[0].value if names else ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 @dataclass(frozen=True)
 class Issued:
     """A certificate and its private key."""
@@ -74,9 +81,7 @@ class Issued:
 
     @property
     def common_name(self) -> str:
-        names = self.certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-        value = names[0].value if names else ""
-        return value.decode() if isinstance(value, bytes) else value
+        return name_cn(self.certificate.subject)
 
 
 @dataclass(frozen=True)

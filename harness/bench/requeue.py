@@ -1,8 +1,9 @@
 """Requeue economics: how often KLM reconciles and how fast it reacts, per mode (pure).
 
 One seeded churn trace (Kymas changing at Poisson times in simulated hours) is replayed
-against the Lifecycle Manager's own queue, :class:`harness.kcp.workqueue.WorkQueue`, driven
-by a discrete-event loop over a simulated clock (no sleeping, no asyncio): a fixed number
+against the Lifecycle Manager's own queue,
+:class:`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`, driven by a
+discrete-event loop over a simulated clock (no sleeping, no asyncio): a fixed number
 of workers take ready keys, each reconcile takes ``reconcile_seconds``, and after each one
 the key is requeued after the mode's interval, as KLM does after a successful reconcile.
 
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.bench.model import BenchResult, Cell, Table, Target
-from harness.kcp.workqueue import Trigger, WorkQueue
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkQueue
 from harness.report.stats import percentile
 
 DEFAULT_DELIVERY_DELAY = 0.05
@@ -276,7 +277,8 @@ def run_requeue(
         seconds=time.monotonic() - started,
         description=(
             "The same seeded churn trace replayed against the KLM work queue "
-            "(`harness.kcp.workqueue.WorkQueue`) with a simulated clock; no real sleeping."
+            "(`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`) with a simulated "
+            "clock; no real sleeping."
         ),
         tables=(table,),
         targets=(target,),

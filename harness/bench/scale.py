@@ -1,6 +1,6 @@
 """Benchmark 4: gateway + listener with 10, 100 and 1,000 SKRs (distinct client certificates).
 
-A real Envoy (:class:`~harness.kcp.gateway.EnvoyGateway`: mTLS with the KCP CA, XFCC
+A real Envoy (:class:`~harness.kcp.gateway.envoy.EnvoyGateway`: mTLS with the KCP CA, XFCC
 ``SANITIZE_SET``) routes ``/v2/lifecycle-manager/event`` to the real listener
 (``watcher.listener.Listener``, XFCC identity, SAN pinning with a lookup answering from a
 map runtime id → SKR domain) running as its own process (:mod:`harness.bench.kcp_stub`).
@@ -29,8 +29,8 @@ from harness.bench.profiled import by_package, top_functions
 from harness.clusters.ports import free_port
 from harness.clusters.probes import http_probe
 from harness.clusters.process import OwnedProcess
-from harness.kcp.gateway import EnvoyGateway
-from harness.kcp.gateway_sync import service_key
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.routes import service_key
 from watcher import pki
 from watcher.render.envoy import TlsFiles
 

@@ -10,7 +10,7 @@ Envoy gateway in front of it, then measures from this process:
 ``plain``: the listener believes XFCC from anyone on loopback (the opt-out);
 ``mtls``: Envoy's cluster presents the gateway's client certificate (mesh CA, TLS 1.3,
 listener SAN pinned) and the listener checks it against the allow-list
-(``harness.kcp.mesh``). Modes alternate (plain, mtls, plain, mtls) so drift on a shared
+(``harness.kcp.gateway.mesh``). Modes alternate (plain, mtls, plain, mtls) so drift on a shared
 machine hits both. Results are printed as JSON; nothing is written.
 """
 
@@ -33,9 +33,9 @@ from harness.bench.model import summary
 from harness.bench.scale import EVENT, MANAGER, SERVICE, issue_skrs, virtual_service
 from harness.clusters.ports import free_port
 from harness.clusters.process import NotReady, OwnedProcess
-from harness.kcp.gateway import EnvoyGateway
-from harness.kcp.gateway_sync import service_key
-from harness.kcp.mesh import GATEWAY_SPIFFE_ID, GatewayMesh
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.mesh import GATEWAY_SPIFFE_ID, GatewayMesh
+from harness.kcp.gateway.routes import service_key
 from watcher import pki
 from watcher.render.envoy import ClusterSettings, TlsFiles
 

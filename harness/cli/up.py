@@ -96,7 +96,7 @@ def print_state(state: dict[str, Any]) -> None:
 def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
     """One line per event the Lifecycle Manager receives and per reconcile it runs, so a
     user who changes an SKR Kyma with kubectl sees the flow they caused."""
-    from harness.kcp.reconciler import Reconcile
+    from harness.kcp.lifecycle_manager.queue.reconciler import Reconcile
     from watcher.listener import ListenerEvent
 
     def clock(at: float) -> str:

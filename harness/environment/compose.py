@@ -1,7 +1,7 @@
 """Bringing the whole flow up on one machine, and down again in reverse.
 
 Start order follows the data flow backwards, so every part finds its target running:
-clusters → CRDs → KCP CA and mesh CA (gateway → listener mTLS, ``harness.kcp.mesh``) →
+clusters → CRDs → KCP CA and mesh CA (gateway → listener mTLS, ``harness.kcp.gateway.mesh``) →
 gateway (Envoy) and its VirtualService sync → KLM stand-in
 (its listener registered as ``klm-controller-manager-events.kcp-system:8082``) and the
 spec's extra listeners → SKR fleet (certificates, webhook processes — or in-cluster
@@ -38,20 +38,20 @@ from harness.environment.hosting import (
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
-from harness.kcp.certificates.client import KymaCertificates
-from harness.kcp.certificates.gateway_secret import GatewaySecretManager
-from harness.kcp.gateway import EnvoyGateway
-from harness.kcp.gateway_credential import GatewayCredentialSync
-from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
-from harness.kcp.kyma.reconcile import SKR_CRDS, KymaReconcile
-from harness.kcp.kyma.skr_access import SkrClients, kubeconfig_secret
-from harness.kcp.lifecycle_manager import LifecycleManager
-from harness.kcp.manifest_controller import ManifestController
-from harness.kcp.mesh import GatewayMesh
-from harness.kcp.metrics import KlmMetrics
-from harness.kcp.skr_webhook import SkrWebhook, SkrWebhookManager
-from harness.kcp.watcher_controller import WatcherController, valid_watcher
-from harness.kcp.workqueue import Trigger
+from harness.kcp.gateway.credential import GatewayCredentialSync
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.mesh import GatewayMesh
+from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
+from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager
+from harness.kcp.lifecycle_manager.kyma.reconcile import SKR_CRDS, KymaReconcile
+from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients, kubeconfig_secret
+from harness.kcp.lifecycle_manager.manager import LifecycleManager
+from harness.kcp.lifecycle_manager.manifest_controller import ManifestController
+from harness.kcp.lifecycle_manager.metrics import KlmMetrics
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
+from harness.kcp.lifecycle_manager.skr_webhook import SkrWebhook, SkrWebhookManager
+from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kube import (
     GATEWAYS,
     KYMAS,

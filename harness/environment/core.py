@@ -26,12 +26,12 @@ from harness.environment.inject import inject
 from harness.environment.rotation import CertificateRotation, RotationKind
 from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
 from harness.faults import Fault, FaultError, parse_fault
-from harness.kcp.gateway import EnvoyGateway
-from harness.kcp.gateway_sync import ServiceRegistry, VirtualServiceSync
-from harness.kcp.lifecycle_manager import LifecycleManager
-from harness.kcp.listener_host import ListenerHost
-from harness.kcp.mesh import GatewayMesh
-from harness.kcp.watcher_controller import WatcherController, valid_watcher
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.mesh import GatewayMesh
+from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
+from harness.kcp.lifecycle_manager.events import ListenerHost
+from harness.kcp.lifecycle_manager.manager import LifecycleManager
+from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kube import (
     KYMAS,
     VIRTUAL_SERVICES,

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.rotation import CertificateRotation, RotationError
 from harness.faults import Fault, FaultError
-from harness.kcp.gateway import EnvoyGateway
-from harness.kcp.listener_host import ListenerHost
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.skr.fleet import SkrFleet
 
 Params = Mapping[str, Any]

@@ -1,7 +1,7 @@
 """Certificate faults, carried out the way KLM rotates (klm-reference §3).
 
-The Lifecycle Manager owns the certificates (``harness.kcp.certificates``); these actions
-only start what KLM would do and, where a test needs it, wait for the outcome:
+The Lifecycle Manager owns the certificates (``harness.kcp.lifecycle_manager.certificates``);
+these actions only start what KLM would do and, where a test needs it, wait for the outcome:
 
 * ``leaf``: the chosen Kymas' client certificates are renewed in the KCP (as ``cmctl
   renew`` would) and their Kymas reconciled (trigger ``certificate-renewed``), which copies
@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.errors import HarnessError
-from harness.kcp.certificates.client import KymaCertificates
-from harness.kcp.certificates.gateway_secret import GatewaySecretManager, RotationError
-from harness.kcp.lifecycle_manager import LifecycleManager
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import (
+    GatewaySecretManager,
+    RotationError,
+)
+from harness.kcp.lifecycle_manager.manager import LifecycleManager
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.skr.certs import host_sans
 from harness.skr.fleet import SkrFleet
 from harness.skr.install import SkrInstallation

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clusters.selection import BackendChoice
-from harness.kcp.certificates.policy import CertificateTimings
-from harness.kcp.kyma.reconcile import SKR_KYMA_LABELS as SKR_KYMA_LABELS  # re-exported
-from harness.kcp.reconciler import RequeueIntervals
+from harness.kcp.lifecycle_manager.certificates.policy import CertificateTimings
+from harness.kcp.lifecycle_manager.kyma.reconcile import (
+    SKR_KYMA_LABELS as SKR_KYMA_LABELS,  # re-exported
+)
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.skr.certs import CertificateOverride
 from watcher.domain import KCP_NAMESPACE
 from watcher.render.watcher_cr import klm_watcher_dict
@@ -91,7 +93,7 @@ class EnvironmentSpec:
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     upstream_mtls: bool = True
-    """Gateway → listener hop over mTLS (mesh CA, gateway allow-list; ``harness.kcp.mesh``).
+    """Gateway → listener hop over mTLS (mesh CA, gateway allow-list; ``harness.kcp.gateway.mesh``).
     ``False`` is the plain-HTTP opt-out: listeners then believe XFCC from anyone."""
     backend: BackendChoice = field(default_factory=BackendChoice)
     host_address: str | None = None

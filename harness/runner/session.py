@@ -25,8 +25,8 @@ from harness.churn.model import Mutation, WriteFailed, write_failure
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
 from harness.expect.observations import ObjectsSeen
 from harness.faults import Fault
-from harness.kcp.reconciler import Reconcile
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.queue.reconciler import Reconcile
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import (
     KubeError,
     Resource,

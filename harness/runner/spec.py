@@ -19,9 +19,9 @@ from pathlib import Path
 from harness.clusters.backends import in_cluster_reason, unsupported_reason
 from harness.clusters.selection import BackendChoice, backend_name
 from harness.environment.spec import EnvironmentSpec, ListenerSpec, SkrSpec
-from harness.kcp.certificates.policy import CertificateTimings
-from harness.kcp.kyma.modules import catalog_fixture
-from harness.kcp.reconciler import RequeueIntervals
+from harness.kcp.lifecycle_manager.certificates.policy import CertificateTimings
+from harness.kcp.lifecycle_manager.kyma.modules import catalog_fixture
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
 from harness.scenario import (
     Certificate,

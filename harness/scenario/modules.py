@@ -2,7 +2,7 @@
 
 Each entry becomes one ModuleTemplate per version (``<module>-<version>``) and one
 ModuleReleaseMeta (``<module>``) with its channels, in ``kcp-system``, where the Lifecycle
-Manager finds them (``harness.kcp.kyma.modules.catalog_fixture`` builds them).
+Manager finds them (``harness.kcp.lifecycle_manager.kyma.modules.catalog_fixture`` builds them).
 ``install: fail`` makes the module's Manifests end ``Error`` (the broken-module fixture);
 ``labels`` (``operator.kyma-project.io/internal`` or ``beta``) restrict which Kymas see
 the module.

@@ -13,7 +13,7 @@ from harness.scenario.values import Duration, Model, PositiveDuration
 
 class Requeue(Model):
     """Time until the next reconcile per outcome; KLM's defaults
-    (:class:`harness.kcp.reconciler.RequeueIntervals`)."""
+    (:class:`harness.kcp.lifecycle_manager.queue.reconciler.RequeueIntervals`)."""
 
     success: PositiveDuration = 300.0
     busy: PositiveDuration = 5.0

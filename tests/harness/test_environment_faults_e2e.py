@@ -28,9 +28,9 @@ from harness.environment import (
     WatcherEnvironment,
     watcher_environment,
 )
-from harness.kcp.certificates.policy import CertificateTimings
-from harness.kcp.lifecycle_manager import Trigger
-from harness.kcp.reconciler import RequeueIntervals
+from harness.kcp.lifecycle_manager.certificates.policy import CertificateTimings
+from harness.kcp.lifecycle_manager.manager import Trigger
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.kube import KYMAS, Resource, create_or_replace, delete, merge_patch
 from watcher.render.watcher_cr import klm_watcher_dict, watcher_dict
 

@@ -23,7 +23,7 @@ from harness.environment import (
     WatcherEnvironment,
     watcher_environment,
 )
-from harness.kcp.lifecycle_manager import Trigger
+from harness.kcp.lifecycle_manager.manager import Trigger
 from harness.kube import KYMAS, WATCHERS, Resource, create_or_replace, delete, merge_patch
 from harness.skr.certs import CertificateOverride
 from watcher.render.watcher_cr import klm_watcher_dict, watcher_dict

@@ -23,8 +23,8 @@ from harness.environment import (
     watcher_environment,
 )
 from harness.environment.spec import KLM_SERVICE, WatcherRollout
-from harness.kcp.lifecycle_manager import Trigger
-from harness.kcp.reconciler import RequeueIntervals
+from harness.kcp.lifecycle_manager.manager import Trigger
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.kube import VALIDATING_WEBHOOK_CONFIGURATIONS, get
 from watcher.render.watcher_cr import klm_watcher_dict, watcher_dict
 

@@ -1,4 +1,5 @@
-"""KLM's certificate rules (``harness.kcp.certificates.policy``) without clocks or servers."""
+"""KLM's certificate rules (``harness.kcp.lifecycle_manager.certificates.policy``) without
+clocks or servers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.kcp.certificates import policy
-from harness.kcp.certificates.secrets import SecretLayoutError, tls_data, tls_secret
+from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.tls_secret import (
+    SecretLayoutError,
+    tls_data,
+    tls_secret,
+)
 from watcher import pki
 
 T0 = dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)

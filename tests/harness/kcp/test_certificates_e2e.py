@@ -9,13 +9,17 @@ import datetime as dt
 import pytest
 
 from harness.clusters.plane import Cluster
-from harness.kcp.certificates.client import ISSUER_ANNOTATION, KymaCertificates, secret_name
-from harness.kcp.certificates.gateway_secret import (
+from harness.kcp.lifecycle_manager.certificates.client import (
+    ISSUER_ANNOTATION,
+    KymaCertificates,
+    secret_name,
+)
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import (
     SERVING_CA_ANNOTATION,
     GatewaySecretManager,
     RotationError,
 )
-from harness.kcp.certificates.policy import CertificateTimings
+from harness.kcp.lifecycle_manager.certificates.policy import CertificateTimings
 from harness.kube import SECRETS, get, merge_patch
 from watcher import pki
 from watcher.domain import CA_ADDED_ANNOTATION, GATEWAY_SECRET_NAME, ISTIO_NAMESPACE

@@ -26,8 +26,8 @@ from harness.environment import (
     WatcherEnvironment,
     watcher_environment,
 )
-from harness.kcp.lifecycle_manager import Trigger
-from harness.kcp.mesh import GatewayMesh
+from harness.kcp.gateway.mesh import GatewayMesh
+from harness.kcp.lifecycle_manager.manager import Trigger
 from harness.kube import KYMAS, merge_patch
 from watcher import pki
 from watcher.listener import format_xfcc

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.kcp.gateway_sync import ServiceRegistry, service_key
+from harness.kcp.gateway.routes import ServiceRegistry, service_key
 
 
 def test_register_resolve_and_notify() -> None:

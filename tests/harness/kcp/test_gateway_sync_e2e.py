@@ -18,8 +18,8 @@ from kubernetes_asyncio.client import ApiClient
 from harness.clusters.binaries import Binaries, ensure_binaries
 from harness.clusters.plane import LocalBackend
 from harness.errors import BinaryUnavailable
-from harness.kcp.gateway import EnvoyGateway
-from harness.kcp.gateway_sync import GROUP, PLURAL, VERSION, ServiceRegistry, VirtualServiceSync
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.routes import GROUP, PLURAL, VERSION, ServiceRegistry, VirtualServiceSync
 from watcher.listener import Listener, ListenerConfig
 
 pytestmark = pytest.mark.e2e

@@ -9,8 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_reconciler import kyma, outcomes
 
-from harness.kcp.kyma_cache import KymaInfo, change_trigger
-from harness.kcp.lifecycle_manager import LifecycleManager, Outcome, RequeueIntervals, Trigger
+from harness.kcp.lifecycle_manager.kyma.cache import KymaInfo, change_trigger
+from harness.kcp.lifecycle_manager.manager import (
+    LifecycleManager,
+    Outcome,
+    RequeueIntervals,
+    Trigger,
+)
 
 NEVER = RequeueIntervals(success=3600, busy=3600, error=3600, warning=3600, error_max=3600)
 SKIP = "operator.kyma-project.io/skip-reconciliation"

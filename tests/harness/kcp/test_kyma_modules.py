@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.kcp.kyma.modules import (
+from harness.kcp.lifecycle_manager.kyma.modules import (
     INSTALL_ANNOTATION,
     Catalog,
     catalog_visible,
@@ -17,7 +17,7 @@ from harness.kcp.kyma.modules import (
     requested_modules,
     stale_manifests,
 )
-from harness.kcp.kyma.status import (
+from harness.kcp.lifecycle_manager.kyma.status import (
     ERROR,
     PROCESSING,
     READY,
@@ -27,7 +27,7 @@ from harness.kcp.kyma.status import (
     module_entry,
     same_status,
 )
-from harness.kcp.manifest_controller import needs_install, target_state
+from harness.kcp.lifecycle_manager.manifest_controller import needs_install, target_state
 from watcher.domain import BETA_LABEL, INTERNAL_LABEL, KYMA_NAME_LABEL, MODULE_NAME_LABEL
 
 

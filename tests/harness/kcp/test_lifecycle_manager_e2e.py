@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from harness.clusters.plane import Cluster
-from harness.kcp.lifecycle_manager import LifecycleManager, RequeueIntervals, Trigger
+from harness.kcp.lifecycle_manager.manager import LifecycleManager, RequeueIntervals, Trigger
 from harness.kube import KYMAS, create, get
 from watcher import pki
 from watcher.listener import XFCC_HEADER, ListenerConfig, format_xfcc

@@ -7,7 +7,7 @@ import json
 import aiohttp
 import pytest
 
-from harness.kcp.listener_host import ListenerHost, ListenerHostError
+from harness.kcp.lifecycle_manager.events import ListenerHost, ListenerHostError
 from watcher import pki
 from watcher.listener import XFCC_HEADER, ListenerConfig, ListenerEvent, format_xfcc
 

@@ -8,7 +8,7 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from harness.kcp.mesh import GATEWAY_SPIFFE_ID, GatewayMesh
+from harness.kcp.gateway.mesh import GATEWAY_SPIFFE_ID, GatewayMesh
 from watcher.listener import UntrustedProxy
 
 

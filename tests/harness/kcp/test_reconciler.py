@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from harness.kcp.lifecycle_manager import (
+from harness.kcp.lifecycle_manager.manager import (
     LifecycleManager,
     Outcome,
     Reconciler,
@@ -134,7 +134,7 @@ async def test_events_route_to_the_one_kyma_with_the_runtime_id(
     for obj in (kyma("a", "rt-a"), kyma("b", "rt-b"), kyma("c1", "rt-c"), kyma("c2", "rt-c")):
         klm.cache.apply("ADDED", obj)
     klm.cache.apply("ADDED", kyma("x", "rt-x", namespace="other"))
-    caplog.set_level("INFO", logger="harness.kcp.lifecycle_manager")
+    caplog.set_level("INFO", logger="harness.kcp.lifecycle_manager.manager")
     async with klm.reconciler:
         await klm.handle_event(event("rt-a"))
         hit = await klm.wait_for_reconcile("kcp-system/a", W, timeout=2)

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from harness.kcp.runner import QueueRunner
-from harness.kcp.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
 
 S, W, R = Trigger.STARTUP, Trigger.WATCH_EVENT, Trigger.REQUEUE_TIMER
 

@@ -9,7 +9,11 @@ from typing import Any, TypeVar
 import pytest
 
 from harness.clusters.plane import Cluster
-from harness.kcp.watcher_controller import CONDITION_TYPE, FINALIZER, WatcherController
+from harness.kcp.lifecycle_manager.watcher_controller import (
+    CONDITION_TYPE,
+    FINALIZER,
+    WatcherController,
+)
 from harness.kube import GATEWAYS, VIRTUAL_SERVICES, WATCHERS, apply, create, get, merge_patch
 from harness.kube import delete as delete_object
 from watcher.render.virtualservice import gateway_dict

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.kcp.workqueue import Trigger, WorkQueue
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkQueue
 
 W, R, S = Trigger.WATCH_EVENT, Trigger.REQUEUE_TIMER, Trigger.STARTUP
 

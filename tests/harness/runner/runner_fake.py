@@ -17,8 +17,8 @@ from harness.churn.model import Mutation
 from harness.environment import EnvironmentSpec, FaultRecord, ObservedEvent
 from harness.expect.observations import ObjectsSeen
 from harness.faults import Fault
-from harness.kcp.reconciler import Outcome, Reconcile
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KubeError
 from harness.scenario import ResourceRef, Selection
 

@@ -13,7 +13,7 @@ from runner_fake import FakeSession, event, opener, reconcile
 from harness.churn.model import Mutation
 from harness.churn.truth import ground_truth
 from harness.environment.events import ObservedEvent
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.runner import RunOptions, run_scenario
 from harness.runner.context import RunContext

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from runner_fake import FakeSession, opener
 
-from harness.kcp.reconciler import Outcome, Reconcile
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.runner import RunOptions, run_scenario
 from harness.scenario import InvalidScenario, loads_scenario, loads_scenario_instances

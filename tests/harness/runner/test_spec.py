@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.selection import BackendChoice
-from harness.kcp.reconciler import RequeueIntervals
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.runner import UnsupportedScenario, environment_spec
 from harness.runner.errors import BackendUnsupported
 from harness.scenario import loads_scenario

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kcp.reconciler import RequeueIntervals
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.runner.spec import certificate_override
 from harness.scenario import (
     KCP,

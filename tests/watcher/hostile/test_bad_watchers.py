@@ -23,7 +23,7 @@ from hostile_inputs import TRICKY_NAMES, WRONG_TYPES
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from harness.kcp.watcher_controller import valid_watcher
+from harness.kcp.lifecycle_manager.watcher_controller import valid_watcher
 from watcher.domain import MANAGED_BY_LABEL
 from watcher.errors import InvalidWatcher
 from watcher.render.envoy import GatewayListener, TlsFiles, XdsLayout, render_envoy

@@ -25,8 +25,8 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
-from harness.kcp.runner import QueueRunner
-from harness.kcp.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
 from harness.kube import (
     GATEWAYS,
     VIRTUAL_SERVICES,
@@ -45,7 +45,7 @@ from watcher.errors import InvalidWatcher
 from watcher.render.virtualservice import render_virtual_service
 from watcher.render.watcher_cr import Watcher, parse_watcher
 
-logger = logging.getLogger("harness.kcp.watcher_controller")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.watcher_controller")
 
 FINALIZER = "operator.kyma-project.io/watcher"
 CONDITION_TYPE = "VirtualService"

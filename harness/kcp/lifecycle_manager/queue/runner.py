@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 from harness.aio import Service, spawn, stop_tasks
-from harness.kcp.workqueue import Trigger, WorkItem, WorkQueue
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem, WorkQueue
 
-logger = logging.getLogger("harness.kcp.runner")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.runner")
 
 K = TypeVar("K", bound=Hashable)
 Handler = Callable[[WorkItem[K]], Awaitable[None]]

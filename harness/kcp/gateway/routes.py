@@ -22,12 +22,12 @@ from typing import Any, Protocol, Self
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.kcp.gateway import GatewayError
+from harness.kcp.gateway.envoy import GatewayError
 from harness.kube import VIRTUAL_SERVICES, Backoff, object_key, watch_objects
 from watcher.render.envoy import routes_from_virtual_service
 from watcher.render.errors import RenderError
 
-logger = logging.getLogger("harness.kcp.gateway_sync")
+logger = logging.getLogger("harness.kcp.gateway.routes")
 
 GROUP, VERSION, PLURAL = VIRTUAL_SERVICES.group, VIRTUAL_SERVICES.version, VIRTUAL_SERVICES.plural
 

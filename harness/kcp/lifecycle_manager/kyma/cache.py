@@ -19,12 +19,12 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KYMAS, Backoff, object_key, watch_objects
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKIP_RECONCILIATION_LABEL
 from watcher.model import ObjectKey
 
-logger = logging.getLogger("harness.kcp.kyma_cache")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.kyma.cache")
 
 DEFAULT_NAMESPACE = KCP_NAMESPACE
 

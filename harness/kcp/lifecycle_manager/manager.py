@@ -1,4 +1,4 @@
-"""A Kyma Lifecycle Manager stand-in on the KCP: events from SKRs → Kyma reconciles.
+"""KLM's Kyma controller: what makes a Kyma reconcile (events from SKRs among them).
 
 What it shares with KLM (reference §7, klm-reference §1): every KCP Kyma is reconciled at
 startup, when it appears, when its generation or labels change (not on status- or
@@ -30,10 +30,10 @@ from typing import Self
 from kubernetes_asyncio.client import ApiClient
 
 from harness.errors import HarnessError
-from harness.kcp.kyma_cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
-from harness.kcp.listener_host import EventConsumer, ListenerHost
-from harness.kcp.metrics import KlmMetrics
-from harness.kcp.reconciler import (
+from harness.kcp.lifecycle_manager.events import EventConsumer, ListenerHost
+from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
+from harness.kcp.lifecycle_manager.metrics import KlmMetrics
+from harness.kcp.lifecycle_manager.queue.reconciler import (
     Outcome,
     Reconcile,
     ReconcileFn,
@@ -41,12 +41,12 @@ from harness.kcp.reconciler import (
     ReconcileTimeout,
     RequeueIntervals,
 )
-from harness.kcp.workqueue import Trigger
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KYMAS, get, merge_patch
 from watcher.domain import RUNTIME_ID_LABEL
 from watcher.listener import Listener, ListenerConfig, ListenerEvent, san_pinning
 
-logger = logging.getLogger("harness.kcp.lifecycle_manager")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.manager")
 
 COMPONENT = "lifecycle-manager"
 

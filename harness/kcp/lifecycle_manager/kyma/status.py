@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from harness.kcp.kyma.modules import ModulePlan
+from harness.kcp.lifecycle_manager.kyma.modules import ModulePlan
 
 READY: Final = "Ready"
 PROCESSING: Final = "Processing"

@@ -1,8 +1,8 @@
 """KLM's SKR webhook manager: the Runtime Watcher deployed by every Kyma reconcile.
 
 In each reconcile of a Kyma (klm-reference §2.5) KLM makes sure the runtime's client
-certificate is current (:class:`~harness.kcp.certificates.client.KymaCertificates`, the
-KCP Secret ``istio-system/<kyma>-webhook-tls``), copies it to the SKR's
+certificate is current (:class:`~.certificates.client.KymaCertificates`, the KCP Secret
+``istio-system/<kyma>-webhook-tls``), copies it to the SKR's
 ``kyma-system/skr-webhook-tls`` and applies the SKR webhook resources with the
 ValidatingWebhookConfiguration rendered from **all** Watchers — so whatever the SKR lost
 or someone altered is back after the next reconcile, and a Watcher change reaches an SKR
@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.kcp.certificates.client import KymaCertificates, secret_name
+from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates, secret_name
 from harness.kube import SECRETS, delete
 from watcher import pki
 from watcher.domain import ISTIO_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.render.watcher_cr import Watcher
 
-logger = logging.getLogger("harness.kcp.skr_webhook")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.skr_webhook")
 
 Obj = Mapping[str, Any]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.kcp.envoy_admin import EnvoyAdmin
-from harness.kcp.gateway_errors import GatewayError, GatewayUpdateRejected, GatewayUpdateTimeout
+from harness.kcp.gateway.envoy_admin import EnvoyAdmin
+from harness.kcp.gateway.errors import GatewayError, GatewayUpdateRejected, GatewayUpdateTimeout
 from watcher.pki import write_atomic
 from watcher.render.envoy import EnvoyConfig, GatewayListener, XdsLayout, update_sequence
 

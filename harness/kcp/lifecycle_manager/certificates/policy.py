@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.x509.oid import NameOID
+
+from watcher import pki
 
 
 @dataclass(frozen=True)
@@ -105,16 +106,12 @@ def next_deadline(
 
 
 def common_name(certificate: x509.Certificate) -> str:
-    names = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    value = names[0].value if names else ""
-    return value.decode() if isinstance(value, bytes) else value
+    return pki.name_cn(certificate.subject)
 
 
 def issuer_name(certificate: x509.Certificate) -> str:
     """The CN of the CA that signed ``certificate``."""
-    names = certificate.issuer.get_attributes_for_oid(NameOID.COMMON_NAME)
-    value = names[0].value if names else ""
-    return value.decode() if isinstance(value, bytes) else value
+    return pki.name_cn(certificate.issuer)
 
 
 def dns_names(certificate: x509.Certificate) -> list[str]:

@@ -9,7 +9,7 @@ an expiry); :meth:`GatewaySecretManager.rotate` makes a new CA at once (``fault:
 ca}``).
 
 Ordering, so that no delivery fails: a new CA becomes the **issuing** CA (what
-:class:`~harness.kcp.certificates.client.KymaCertificates` signs with) only after
+:class:`~harness.kcp.lifecycle_manager.certificates.client.KymaCertificates` signs with) only after
 ``confirm`` returned for the bundle holding it — the environment waits there until the
 gateway trusts the bundle, as Istio's SDS push would have done by the time cert-manager
 re-issues. Upstream the CA itself doubles as the serving certificate; ours issues a
@@ -29,8 +29,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
-from harness.kcp.certificates import policy
-from harness.kcp.certificates.secrets import tls_secret
+from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.tls_secret import tls_secret
 from harness.kube import SECRETS, KubeError, create_or_replace, ensure_namespace
 from watcher import pki
 from watcher.domain import (
@@ -41,7 +41,7 @@ from watcher.domain import (
     MANAGED_BY_LABEL,
 )
 
-logger = logging.getLogger("harness.kcp.certificates")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
 
 SERVING_CA_ANNOTATION = "harness.kyma-project.io/serving-ca"
 """Ours: the CN of the CA whose certificate the gateway serves (for scenario asserts)."""

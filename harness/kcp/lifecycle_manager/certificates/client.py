@@ -4,9 +4,8 @@ In each Kyma reconcile KLM makes sure its runtime has a certificate (cert-manage
 it; ours issues it here, from :attr:`GatewaySecretManager.issuing_ca`): CN = the runtime
 id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names (plus what this
 host's API servers dial, added by the environment's ``issue`` function). It is issued
-again when :func:`~harness.kcp.certificates.policy.client_renewal_reason` names a reason
-— above all when it predates ``caAddedToBundleAt`` — and the reconcile copies the result
-to the SKR.
+again when :func:`~.policy.client_renewal_reason` names a reason — above all when it
+predates ``caAddedToBundleAt`` — and the reconcile copies the result to the SKR.
 
 ``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1 from the moment a Kyma's
 certificate is due (a new CA arrived, or the reconcile found a reason) until it has been
@@ -27,10 +26,14 @@ from dataclasses import dataclass
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.kcp.certificates import policy
-from harness.kcp.certificates.gateway_secret import GatewaySecretManager, utcnow
-from harness.kcp.certificates.secrets import SecretLayoutError, tls_data, tls_secret
-from harness.kcp.metrics import KlmMetrics
+from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager, utcnow
+from harness.kcp.lifecycle_manager.metrics import KlmMetrics
+from harness.kcp.tls_secret import (
+    SecretLayoutError,
+    tls_data,
+    tls_secret,
+)
 from harness.kube import SECRETS, create_or_replace, get
 from watcher import pki
 from watcher.domain import (
@@ -42,7 +45,7 @@ from watcher.domain import (
 )
 from watcher.errors import CertificateError
 
-logger = logging.getLogger("harness.kcp.certificates")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
 
 Issue = Callable[[pki.CertificateAuthority, str, str, str], pki.Issued]
 """(CA, Kyma name, runtime id, skr-domain) → the Kyma's client certificate."""

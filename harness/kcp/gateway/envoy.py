@@ -40,14 +40,14 @@ import aiohttp
 from harness.clusters.ports import LOOPBACK, address_in_use, free_port
 from harness.clusters.process import NotReady, OwnedProcess, ProcessRecord
 from harness.errors import ProcessError
-from harness.kcp.envoy_admin import EnvoyAdmin
-from harness.kcp.gateway_errors import (
+from harness.kcp.gateway.envoy_admin import EnvoyAdmin
+from harness.kcp.gateway.errors import (
     GatewayConfigError,
     GatewayError,
     GatewayUpdateRejected,
     GatewayUpdateTimeout,
 )
-from harness.kcp.xds_files import XdsFiles, exact
+from harness.kcp.gateway.xds_files import XdsFiles, exact
 from watcher.pki import write_atomic
 from watcher.render.envoy import (
     ClusterSettings,

@@ -20,7 +20,7 @@ from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
 from watcher.listener import Listener, ListenerConfig, ListenerEvent
 
-logger = logging.getLogger("harness.kcp.listener_host")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.events")
 
 EventCallback = Callable[[ListenerEvent], Awaitable[None]]
 

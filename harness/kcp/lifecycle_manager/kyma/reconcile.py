@@ -13,7 +13,7 @@
    when it says something new. The outcome (requeue interval) follows the state.
 
 5b. **Runtime Watcher** (given a ``watcher``, the
-   :class:`~harness.kcp.skr_webhook.SkrWebhookManager`): the runtime's certificate
+   :class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`): the runtime's certificate
    ensured in the KCP and copied to the SKR, the SKR's ``skr-webhook-tls`` Secret and
    ``skr-webhook`` configuration (from all Watchers) put back if lost or altered
    (condition ``SKRWebhook``).
@@ -36,8 +36,8 @@ from typing import Any, Final, Protocol
 from kubernetes_asyncio.client import ApiClient
 
 from harness.errors import HarnessError
-from harness.kcp.kyma import status as kyma_status
-from harness.kcp.kyma.modules import (
+from harness.kcp.lifecycle_manager.kyma import status as kyma_status
+from harness.kcp.lifecycle_manager.kyma.modules import (
     Catalog,
     ModulePlan,
     catalog_visible,
@@ -45,8 +45,8 @@ from harness.kcp.kyma.modules import (
     plan_modules,
     stale_manifests,
 )
-from harness.kcp.kyma.skr_access import SkrAccessError, SkrClients
-from harness.kcp.reconciler import Outcome
+from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
+from harness.kcp.lifecycle_manager.queue.reconciler import Outcome
 from harness.kube import (
     KYMAS,
     MANIFESTS,
@@ -76,9 +76,9 @@ from watcher.domain import (
     WATCHED_BY_LABEL,
 )
 
-logger = logging.getLogger("harness.kcp.kyma")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.kyma")
 
-CRD_DIR: Final = Path(__file__).resolve().parents[3] / "fixtures" / "crds"
+CRD_DIR: Final = Path(__file__).resolve().parents[4] / "fixtures" / "crds"
 SKR_CRDS: Final = (CRD_DIR / "kyma.yaml", CRD_DIR / "catalog.yaml")
 """What KLM installs into an SKR on first contact."""
 SKR_KYMA_LABELS: Final = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
@@ -98,7 +98,8 @@ Obj = Mapping[str, Any]
 
 
 class RuntimeWatcher(Protocol):
-    """The reconcile's watcher step (:class:`~harness.kcp.skr_webhook.SkrWebhookManager`)."""
+    """The reconcile's watcher step
+    (:class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`)."""
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
         """Make the Kyma's SKR watcher what it should be; what changed. Raises a

@@ -19,10 +19,10 @@ from enum import StrEnum
 
 from harness.aio import Service
 from harness.errors import HarnessError
-from harness.kcp.runner import QueueRunner
-from harness.kcp.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
 
-logger = logging.getLogger("harness.kcp.reconciler")
+logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.reconciler")
 
 
 class Outcome(StrEnum):

@@ -19,12 +19,12 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
-from harness.kcp.certificates.secrets import SecretLayoutError, tls_data
-from harness.kcp.gateway import EnvoyGateway, GatewayError
+from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError
+from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import SECRETS, watch_objects
 from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE
 
-logger = logging.getLogger("harness.kcp.gateway_credential")
+logger = logging.getLogger("harness.kcp.gateway.credential")
 
 
 class GatewayCredentialSync(Service):

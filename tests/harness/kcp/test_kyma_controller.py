@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_reconciler import kyma, outcomes
 
-from harness.kcp.lifecycle_manager.kyma.cache import KymaInfo, change_trigger
+from harness.kcp.lifecycle_manager.kyma.cache import KymaCache, KymaInfo, change_trigger
 from harness.kcp.lifecycle_manager.manager import (
     LifecycleManager,
     Outcome,
@@ -83,3 +83,23 @@ async def test_skip_reconciliation_stops_reconciles_until_the_label_goes() -> No
         again = await klm.wait_for_reconcile("kcp-system/k", Trigger.KYMA_CHANGED, timeout=2)
     assert first.outcome is Outcome.SKIPPED
     assert again.outcome is Outcome.SUCCESS
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]), st.sampled_from(["rt-1", "rt-2", ""]), st.booleans()
+        ),
+        max_size=20,
+    )
+)
+def test_the_runtime_id_index_agrees_with_a_scan(ops: list[tuple[str, str, bool]]) -> None:
+    """Kymas added, relabelled and deleted in any order: the index finds what a scan would."""
+    cache = KymaCache(cast(Any, None))
+    for name, runtime_id, delete in ops:
+        obj = kyma(name, runtime_id)
+        cache.apply("DELETED" if delete else "MODIFIED", obj)
+    for runtime_id in ("rt-1", "rt-2", ""):
+        scanned = [k for k in cache.all() if k.runtime_id == runtime_id]
+        assert cache.by_runtime_id(runtime_id) == scanned
+        assert cache.by_runtime_id(runtime_id, "other") == []

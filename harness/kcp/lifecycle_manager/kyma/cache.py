@@ -103,6 +103,8 @@ class KymaCache(Service):
         self._sync_timeout = sync_timeout
         self._backoff = backoff
         self._kymas: dict[str, KymaInfo] = {}
+        self._by_runtime_id: dict[str, set[str]] = {}
+        """runtime id → keys of the Kymas labelled with it (kept with ``_kymas``)."""
         self._synced = asyncio.Event()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -118,12 +120,11 @@ class KymaCache(Service):
         return [self._kymas[k] for k in sorted(self._kymas)]
 
     def by_runtime_id(self, runtime_id: str, namespace: str | None = None) -> list[KymaInfo]:
-        """Every cached Kyma labelled with ``runtime_id`` (in ``namespace`` if given)."""
-        return [
-            k
-            for k in self.all()
-            if k.runtime_id == runtime_id and (namespace is None or k.namespace == namespace)
-        ]
+        """Every cached Kyma labelled with ``runtime_id`` (in ``namespace`` if given),
+        from the index: one dict lookup per event, whatever the fleet's size."""
+        keys = self._by_runtime_id.get(runtime_id, ())
+        found = [self._kymas[k] for k in sorted(keys)]
+        return [k for k in found if namespace is None or k.namespace == namespace]
 
     async def lookup(self, runtime_id: str, owner: ObjectKey | None) -> Mapping[str, str] | None:
         """The annotations of the event's Kyma, or ``None`` when there is not exactly one.
@@ -168,15 +169,26 @@ class KymaCache(Service):
         if kind == "SYNCED":
             self._synced.set()
         elif kind == "DELETED":
-            self._kymas.pop(object_key(obj), None)
+            self._forget(object_key(obj))
         else:
             info = KymaInfo.from_object(obj)
-            previous = self._kymas.get(info.key)
+            previous = self._forget(info.key)
             self._kymas[info.key] = info
+            self._by_runtime_id.setdefault(info.runtime_id, set()).add(info.key)
             trigger = change_trigger(previous, info) if self.synced else None
             if trigger is not None and self.on_change is not None:
                 self.on_change(info.key, trigger)
         self._changed.set()
+
+    def _forget(self, key: str) -> KymaInfo | None:
+        """Take ``key`` out of the cache and the index; what it held."""
+        info = self._kymas.pop(key, None)
+        if info is not None:
+            keys = self._by_runtime_id.get(info.runtime_id, set())
+            keys.discard(key)
+            if not keys:
+                self._by_runtime_id.pop(info.runtime_id, None)
+        return info
 
     async def _run(self) -> None:
         async for kind, obj in watch_objects(

@@ -70,7 +70,13 @@ from harness.kube import (
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
 from watcher import pki
-from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION, SKR_NAMESPACE
+from watcher.domain import (
+    ISTIO_NAMESPACE,
+    KCP_NAMESPACE,
+    RUNTIME_ID_LABEL,
+    SKR_DOMAIN_ANNOTATION,
+    SKR_NAMESPACE,
+)
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import ClusterSettings, TlsFiles
 from watcher.render.virtualservice import gateway_dict
@@ -255,7 +261,10 @@ async def watcher_environment(
         backend = open_backend(
             spec.backend,
             log_dir=spec.log_dir,
-            namespaces={"kcp": [KCP_NAMESPACE], **{s.name: [SKR_NAMESPACE] for s in spec.skrs}},
+            namespaces={
+                "kcp": [KCP_NAMESPACE, ISTIO_NAMESPACE],
+                **{s.name: [SKR_NAMESPACE] for s in spec.skrs},
+            },
         )
         clusters = await stack.enter_async_context(
             backend.start(["kcp", *(s.name for s in spec.skrs)])

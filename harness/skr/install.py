@@ -369,7 +369,10 @@ class SkrInstallation:
                 self._watchers = tuple(watchers())
                 self._vwc_applied = True
             wanted = self.render(self._watchers) if self._vwc_applied else None
-            current = await get(api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME)
+            current, secret = await asyncio.gather(
+                get(api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME),
+                get(api, SECRETS, SECRET_NAME, NAMESPACE),
+            )
             if wanted is None:
                 if current is not None and self._vwc_applied:
                     await self._delete_configuration()
@@ -382,7 +385,6 @@ class SkrInstallation:
                 await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
                 self._leaf = new_leaf
             wanted_secret = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
-            secret = await get(api, SECRETS, SECRET_NAME, NAMESPACE)
             if secret is None or secret.get("data") != wanted_secret["data"]:
                 await self._put_secret()
                 changed.append(f"Secret {NAMESPACE}/{SECRET_NAME}")

@@ -26,6 +26,7 @@ unless its kubeconfig Secret is gone — then there is nothing left to clean up 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -248,11 +249,18 @@ class KymaReconcile:
     async def _sync_catalog(self, skr: ApiClient, kyma: Obj) -> Catalog:
         """Copy what the Kyma may see of the KCP catalog to its SKR; the catalog it sees."""
         seen: dict[Resource, Sequence[Obj]] = {}
-        for resource in CATALOG:
-            listed, _ = await list_objects(self.kcp, resource, KCP_NAMESPACE)
+        listings = await asyncio.gather(
+            *(list_objects(self.kcp, resource, KCP_NAMESPACE) for resource in CATALOG),
+            *(
+                list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)
+                for resource in CATALOG
+            ),
+        )
+        for index, resource in enumerate(CATALOG):
+            listed, _ = listings[index]
             entries = [e for e in listed if catalog_visible(e, kyma)]
             seen[resource] = entries
-            copies, _ = await list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)
+            copies, _ = listings[len(CATALOG) + index]
             present = {_meta(c)["name"]: c for c in copies}
             for entry in entries:
                 copy = catalog_copy(entry)

@@ -1,0 +1,148 @@
+"""The watcher-health state machine over any sequence of heartbeat evidence (hypothesis)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from watcher.health.state import (
+    Observation,
+    Policy,
+    Reason,
+    RuntimeHealth,
+    State,
+    next_deadline,
+    observe,
+    tick,
+)
+
+POLICY = Policy(interval=10.0, grace=2.0)
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One heartbeat round: what happened to heartbeat ``n`` sent at ``10 n``."""
+
+    outcome: str  # echo | late | lost | refused | write-failed
+    delay: float
+
+
+beats = st.lists(
+    st.builds(
+        Beat,
+        st.sampled_from(["echo", "late", "lost", "refused", "write-failed"]),
+        st.floats(min_value=0.001, max_value=1.5),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def run(rounds: list[Beat], policy: Policy = POLICY) -> list[RuntimeHealth]:
+    """Every state the monitor passes through, heartbeat by heartbeat."""
+    health, seen = RuntimeHealth(), []
+    for n, beat in enumerate(rounds, start=1):
+        sent = n * policy.interval
+        health = tick(health, sent, policy)
+        seen.append(health)
+        if beat.outcome == "write-failed":
+            health = observe(health, Observation("write-failed", n, sent, "503"), policy)
+        else:
+            health = observe(health, Observation("sent", n, sent), policy)
+            if beat.outcome == "echo":
+                health = observe(health, Observation("received", n, sent + beat.delay), policy)
+            elif beat.outcome == "refused":
+                refused = Observation("refused", n, sent + beat.delay, "san-mismatch")
+                health = observe(health, refused, policy)
+            elif beat.outcome == "late":  # after its deadline, before the next heartbeat
+                health = tick(health, policy.deadline(sent), policy)
+                seen.append(health)
+                late = Observation("received", n, policy.deadline(sent) + 0.001)
+                health = observe(health, late, policy)
+        seen.append(health)
+    return seen
+
+
+@given(beats)
+def test_never_healthy_without_a_received_heartbeat(rounds: list[Beat]) -> None:
+    for health in run(rounds):
+        if health.last_received is None:
+            assert health.state is not State.HEALTHY
+
+
+@given(st.integers(min_value=1, max_value=8), st.integers(min_value=0, max_value=8))
+def test_a_single_late_heartbeat_does_not_flap(before: int, after: int) -> None:
+    rounds = [Beat("echo", 0.01)] * before + [Beat("late", 0.0)] + [Beat("echo", 0.01)] * after
+    states = [h.state for h in run(rounds)]
+    assert State.DEGRADED not in states and State.BROKEN not in states
+    assert not any(h.recovered for h in run(rounds))
+
+
+@given(beats, st.sampled_from(["lost", "refused", "write-failed"]))
+def test_two_missed_heartbeats_are_broken_with_the_evidence_as_reason(
+    rounds: list[Beat], failure: str
+) -> None:
+    history = run([*rounds, Beat(failure, 0.01), Beat(failure, 0.01)])
+    # the second failed heartbeat is missed by its deadline at the latest
+    last = tick(history[-1], POLICY.deadline((len(rounds) + 2) * POLICY.interval), POLICY)
+    assert last.state is State.BROKEN
+    expected = {
+        "lost": Reason.NO_EVENT,
+        "refused": Reason.EVENT_REFUSED,
+        "write-failed": Reason.SKR_WRITE_FAILED,
+    }[failure]
+    # a heartbeat lost without evidence keeps the streak's earlier evidence as its reason
+    assert last.reason is expected or (failure == "lost" and last.reason is not Reason.NO_EVENT)
+
+
+@given(beats)
+def test_recovery_is_reported_once_per_way_back_to_healthy(rounds: list[Beat]) -> None:
+    history = run([*rounds, Beat("lost", 0.01), Beat("lost", 0.01)])
+    n = len(rounds) + 2  # the second lost heartbeat: Broken once its deadline passed
+    broken = tick(history[-1], POLICY.deadline(n * POLICY.interval), POLICY)
+    assert broken.state is State.BROKEN
+    sent = observe(broken, Observation("sent", n + 1, (n + 1) * POLICY.interval), POLICY)
+    back = observe(sent, Observation("received", n + 1, (n + 1) * POLICY.interval + 0.1), POLICY)
+    assert (back.state, back.recovered) == (State.HEALTHY, True)
+    again = observe(back, Observation("sent", n + 2, (n + 2) * POLICY.interval), POLICY)
+    assert not again.recovered  # reported once, on the transition only
+    path = [*history, broken, sent, back]
+    for before, health in itertools.pairwise(path):
+        if health.recovered:  # only ever on the way back from Degraded or Broken
+            assert before.state in (State.DEGRADED, State.BROKEN)
+
+
+def test_explicit_evidence_degrades_at_once_and_a_slow_round_trip_too() -> None:
+    health = observe(RuntimeHealth(), Observation("sent", 1, 0.0), POLICY)
+    health = observe(health, Observation("received", 1, 0.2), POLICY)
+    assert health.state is State.HEALTHY
+    assert health.round_trip == pytest.approx(0.2)
+    assert next_deadline(health, POLICY) is None
+    refused = observe(health, Observation("sent", 2, 10.0), POLICY)
+    assert next_deadline(refused, POLICY) == 22.0
+    refused = observe(refused, Observation("refused", 2, 10.1, "san-mismatch"), POLICY)
+    assert (refused.state, refused.reason, refused.detail) == (
+        State.DEGRADED,
+        Reason.EVENT_REFUSED,
+        "san-mismatch",
+    )
+    slow_policy = Policy(interval=10.0, grace=2.0, slow=1.0)
+    slow = observe(RuntimeHealth(), Observation("sent", 1, 0.0), slow_policy)
+    slow = observe(slow, Observation("received", 1, 1.5), slow_policy)
+    assert (slow.state, slow.reason) == (State.DEGRADED, Reason.SLOW_ROUND_TRIP)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"interval": 0}, "interval must be positive"),
+        ({"broken_after": 1}, "at least 2"),
+    ],
+)
+def test_a_policy_that_cannot_work_is_refused(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Policy(**kwargs)  # type: ignore[arg-type]

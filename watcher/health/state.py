@@ -1,0 +1,204 @@
+"""A runtime's watcher health from heartbeat evidence, as a pure state machine.
+
+The KCP writes a heartbeat (a sequence number) into each SKR at an interval; the SKR's
+admission chain → webhook → gateway → listener bring it back as a normal WatchEvent. What
+the monitor learns about one runtime is a stream of :class:`Observation`\\ s — a heartbeat
+sent, its echo received, refused at the listener, the SKR write failed — and the passing
+of time. :func:`observe` and :func:`tick` fold them into a :class:`RuntimeHealth`:
+
+* a heartbeat counts as **missed** when no echo of it (or of a later one) arrived by
+  ``sent + interval + grace``, and at once when its SKR write failed or the listener
+  refused its echo; any echo resets the count, late or not;
+* **Unknown** until the first echo, unless misses already make it Broken — never Healthy
+  without a received heartbeat;
+* **Healthy** with no miss, and also with one miss that has no other evidence — one late
+  heartbeat alone does not flap the state;
+* **Degraded** with one miss that has evidence (the SKR write failed, the listener
+  refused it), or when the last round trip was slower than ``slow``;
+* **Broken** from ``broken_after`` (2) consecutive misses: noticed within two heartbeats;
+* the **reason** names the evidence of the current streak: ``SkrWriteFailed`` (the SKR
+  could not be written: unreachable, credentials), ``EventRefused`` (the listener said
+  why: SAN mismatch, untrusted proxy, ...), else ``NoEvent`` (written, but nothing came
+  back: webhook, VWC, certificate, network, gateway or route);
+* ``recovered`` is true on the one transition from Degraded/Broken back to Healthy — the
+  moment an operator reconciles the runtime's Kyma once to catch up what it missed.
+
+No I/O and no clock: times are seconds passed in by the caller, so hypothesis can drive it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+
+class State(StrEnum):
+    UNKNOWN = "Unknown"
+    HEALTHY = "Healthy"
+    DEGRADED = "Degraded"
+    BROKEN = "Broken"
+
+
+class Reason(StrEnum):
+    NO_HEARTBEAT_YET = "NoHeartbeatYet"
+    HEARTBEAT_RECEIVED = "HeartbeatReceived"
+    SLOW_ROUND_TRIP = "SlowRoundTrip"
+    NO_EVENT = "NoEvent"
+    SKR_WRITE_FAILED = "SkrWriteFailed"
+    EVENT_REFUSED = "EventRefused"
+
+
+ObservationKind = Literal["sent", "received", "refused", "write-failed"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One piece of evidence about a runtime's heartbeat ``seq`` at time ``at`` (seconds);
+    ``detail`` says more (the listener's rejection reason, the SKR write's error)."""
+
+    kind: ObservationKind
+    seq: int
+    at: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """``interval`` between heartbeats; ``grace`` on top before a heartbeat counts as
+    missed; ``broken_after`` consecutive misses make it Broken; a round trip above
+    ``slow`` (None: never) makes it Degraded."""
+
+    interval: float = 60.0
+    grace: float = 5.0
+    broken_after: int = 2
+    slow: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.interval <= 0 or self.grace < 0:
+            raise ValueError("interval must be positive and grace not negative")
+        if self.broken_after < 2:
+            raise ValueError("broken_after must be at least 2 (one late heartbeat is no failure)")
+
+    def deadline(self, sent_at: float) -> float:
+        return sent_at + self.interval + self.grace
+
+
+@dataclass(frozen=True)
+class RuntimeHealth:
+    """What the monitor knows about one runtime's watcher."""
+
+    state: State = State.UNKNOWN
+    reason: Reason = Reason.NO_HEARTBEAT_YET
+    detail: str = ""
+    last_sent: int | None = None
+    last_sent_at: float | None = None
+    last_received: int | None = None
+    last_received_at: float | None = None
+    round_trip: float | None = None
+    misses: int = 0
+    pending: tuple[tuple[int, float], ...] = ()
+    """Heartbeats sent and not yet echoed nor counted as missed: (seq, sent at)."""
+    evidence: tuple[Reason, str] | None = None
+    """The newest explicit evidence since the last echo (write failed, refused); a miss
+    without evidence of its own keeps it as the likeliest explanation."""
+    recovered: bool = False
+    """True only right after the transition from Degraded/Broken to Healthy."""
+
+
+def _judge(health: RuntimeHealth, policy: Policy, before: State) -> RuntimeHealth:
+    """State and reason from the counters; ``recovered`` from the previous state."""
+    evidence_reason, evidence_detail = health.evidence or (Reason.NO_EVENT, "")
+    if health.misses >= policy.broken_after:
+        state, reason, detail = State.BROKEN, evidence_reason, evidence_detail
+    elif health.misses == 1 and health.evidence is not None:
+        state, reason, detail = State.DEGRADED, evidence_reason, evidence_detail
+    elif health.last_received is None:
+        state, reason, detail = State.UNKNOWN, Reason.NO_HEARTBEAT_YET, ""
+    elif policy.slow is not None and (health.round_trip or 0.0) > policy.slow:
+        state, reason = State.DEGRADED, Reason.SLOW_ROUND_TRIP
+        detail = f"round trip {health.round_trip:.3f} s > {policy.slow:g} s"
+    else:
+        state, reason, detail = State.HEALTHY, Reason.HEARTBEAT_RECEIVED, ""
+    recovered = state is State.HEALTHY and before in (State.DEGRADED, State.BROKEN)
+    return dataclasses.replace(
+        health, state=state, reason=reason, detail=detail, recovered=recovered
+    )
+
+
+_STRENGTH = {Reason.SKR_WRITE_FAILED: 2, Reason.EVENT_REFUSED: 1}
+
+
+def _stronger(current: tuple[Reason, str] | None, new: tuple[Reason, str]) -> tuple[Reason, str]:
+    if current is None or _STRENGTH[new[0]] >= _STRENGTH[current[0]]:
+        return new
+    return current
+
+
+def observe(health: RuntimeHealth, observation: Observation, policy: Policy) -> RuntimeHealth:
+    """``health`` after one observation (call :func:`tick` for the passing of time)."""
+    o = observation
+    if o.kind == "sent":
+        changed = dataclasses.replace(
+            health,
+            last_sent=o.seq,
+            last_sent_at=o.at,
+            pending=(*health.pending, (o.seq, o.at)),
+        )
+    elif o.kind == "received":
+        sent_at = dict(health.pending).get(o.seq)
+        if sent_at is None and o.seq == health.last_sent and health.last_sent_at is not None:
+            sent_at = health.last_sent_at  # already counted as missed: a late echo
+        if health.last_received is not None and o.seq < health.last_received:
+            return dataclasses.replace(health, recovered=False)  # an old echo: nothing new
+        changed = dataclasses.replace(
+            health,
+            last_received=o.seq,
+            last_received_at=o.at,
+            round_trip=o.at - sent_at if sent_at is not None else health.round_trip,
+            misses=0,
+            pending=tuple(p for p in health.pending if p[0] > o.seq),
+            evidence=None,
+        )
+    else:  # refused at the listener, or the SKR write failed: that heartbeat is lost
+        reason = Reason.EVENT_REFUSED if o.kind == "refused" else Reason.SKR_WRITE_FAILED
+        lost = o.kind == "write-failed" or any(seq == o.seq for seq, _ in health.pending)
+        changed = dataclasses.replace(
+            health,
+            evidence=(reason, o.detail),  # the newest evidence explains the streak
+            misses=health.misses + 1 if lost else health.misses,
+            pending=tuple(p for p in health.pending if p[0] != o.seq),
+        )
+    return _judge(changed, policy, health.state)
+
+
+def tick(health: RuntimeHealth, now: float, policy: Policy) -> RuntimeHealth:
+    """``health`` at ``now``: heartbeats past their deadline without an echo are missed."""
+    overdue = [p for p in health.pending if policy.deadline(p[1]) <= now]
+    if not overdue:
+        return dataclasses.replace(health, recovered=False)
+    changed = dataclasses.replace(
+        health,
+        misses=health.misses + len(overdue),
+        pending=tuple(p for p in health.pending if policy.deadline(p[1]) > now),
+    )
+    return _judge(changed, policy, health.state)
+
+
+def next_deadline(health: RuntimeHealth, policy: Policy) -> float | None:
+    """When :func:`tick` next has something to do (None: nothing pending)."""
+    return min((policy.deadline(at) for _, at in health.pending), default=None)
+
+
+__all__ = [
+    "Observation",
+    "ObservationKind",
+    "Policy",
+    "Reason",
+    "RuntimeHealth",
+    "State",
+    "next_deadline",
+    "observe",
+    "tick",
+]

@@ -405,23 +405,12 @@ class SkrInstallation:
     # -- rotation ---------------------------------------------------------------------
 
     async def rotate(self, new_ca_bundle_pem: bytes, new_leaf: pki.Issued) -> None:
-        """Zero-downtime rotation: widen trust first, then swap the certificate.
-
-        The VWC's ``caBundle`` (if Watchers are applied) becomes the new bundle, then
-        ``ca.crt``/``tls.key``/``tls.crt`` are replaced atomically (the webhook reloads
-        them without restart) and the Secret is updated. ``new_ca_bundle_pem`` should
-        still hold the old CA (see ``pki.rotate_ca_bundle``) for in-flight connections.
-        """
-        async with self._lock:
-            self._set_bundle(new_ca_bundle_pem)
-            if self._vwc_applied and self._watchers:
-                body = self.render(self._watchers)
-                assert body is not None
-                await self._put_configuration(body)
-            data = pki.secret_data(new_leaf, new_ca_bundle_pem)
-            await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
-            self._leaf = new_leaf
-            await self._put_secret()
+        """Zero-downtime rotation: widen trust first, then swap the certificate — what
+        :meth:`repair` does with a new ``certificate`` (configuration ``caBundle``, then
+        the files the webhook reloads without restart, then the Secret).
+        ``new_ca_bundle_pem`` should still hold the old CA (see ``pki.rotate_ca_bundle``)
+        for in-flight connections."""
+        await self.repair(certificate=(new_leaf, new_ca_bundle_pem))
 
     async def served_certificate(self) -> bytes:
         """The DER certificate the webhook presents right now (one TLS handshake)."""

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from watcher import certs_cli, convert
+from watcher.health import cli as health_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,8 +14,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     convert.add_parser(sub)
     certs_cli.add_parser(sub)
+    health_cli.add_parser(sub)
     args = parser.parse_args(argv)
-    command = {"convert": convert.run, "certs": certs_cli.run}[args.command]
+    command = {"convert": convert.run, "certs": certs_cli.run, "health": health_cli.run}[
+        args.command
+    ]
     return command(args, sys.stdout, sys.stderr)
 
 

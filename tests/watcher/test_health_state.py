@@ -20,7 +20,7 @@ from watcher.health.state import (
     tick,
 )
 
-POLICY = Policy(interval=10.0, grace=2.0)
+POLICY = Policy(interval=10.0, timeout=2.0)
 
 
 @dataclass(frozen=True)
@@ -123,14 +123,14 @@ def test_explicit_evidence_degrades_at_once_and_a_slow_round_trip_too() -> None:
     assert health.round_trip == pytest.approx(0.2)
     assert next_deadline(health, POLICY) is None
     refused = observe(health, Observation("sent", 2, 10.0), POLICY)
-    assert next_deadline(refused, POLICY) == 22.0
+    assert next_deadline(refused, POLICY) == 12.0
     refused = observe(refused, Observation("refused", 2, 10.1, "san-mismatch"), POLICY)
     assert (refused.state, refused.reason, refused.detail) == (
         State.DEGRADED,
         Reason.EVENT_REFUSED,
         "san-mismatch",
     )
-    slow_policy = Policy(interval=10.0, grace=2.0, slow=1.0)
+    slow_policy = Policy(interval=10.0, timeout=2.0, slow=1.0)
     slow = observe(RuntimeHealth(), Observation("sent", 1, 0.0), slow_policy)
     slow = observe(slow, Observation("received", 1, 1.5), slow_policy)
     assert (slow.state, slow.reason) == (State.DEGRADED, Reason.SLOW_ROUND_TRIP)
@@ -139,10 +139,68 @@ def test_explicit_evidence_degrades_at_once_and_a_slow_round_trip_too() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"interval": 0}, "interval must be positive"),
+        ({"interval": 0}, "interval and timeout must be positive"),
+        ({"interval": 5, "timeout": 5}, "must be shorter than the interval"),
+        ({"recovery_factor": 0}, "recovery_factor"),
         ({"broken_after": 1}, "at least 2"),
     ],
 )
 def test_a_policy_that_cannot_work_is_refused(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Policy(**kwargs)  # type: ignore[arg-type]
+
+
+def simulate(
+    policy: Policy, phase: float, broken_at: float, fixed_at: float | None
+) -> list[tuple[float, RuntimeHealth]]:
+    """A monitor's view over time: heartbeats at ``phase`` then every probe interval, echoed
+    after 50 ms except between ``broken_at`` and ``fixed_at``; ticks at every deadline."""
+    health, seen, now, seq = RuntimeHealth(), [], phase, 0
+    end = max(broken_at, fixed_at or 0.0) + 4 * policy.interval
+    while now < end:
+        seq += 1
+        health = observe(health, Observation("sent", seq, now), policy)
+        works = now < broken_at or (fixed_at is not None and now >= fixed_at)
+        if works:
+            health = observe(health, Observation("received", seq, now + 0.05), policy)
+        else:
+            deadline = next_deadline(health, policy)
+            assert deadline is not None
+            health = tick(health, deadline, policy)
+        seen.append((now, health))
+        now += policy.probe_interval(health.state)
+    return seen
+
+
+@given(
+    st.floats(min_value=0.0, max_value=10.0),
+    st.floats(min_value=20.0, max_value=40.0),
+    st.floats(min_value=0.5, max_value=5.0),
+)
+def test_a_broken_watcher_is_noticed_within_two_intervals_plus_the_timeout(
+    phase: float, broken_at: float, timeout: float
+) -> None:
+    policy = Policy(interval=10.0, timeout=timeout)
+    seen = simulate(policy, phase, broken_at, None)
+    first = next(at for at, h in seen if h.state is State.BROKEN)
+    # the heartbeat that showed it was sent at ``first``; it was judged by its deadline
+    assert policy.deadline(first) <= broken_at + 2 * policy.interval + policy.timeout
+    assert next(h for _, h in seen if h.state is State.BROKEN).reason is Reason.NO_EVENT
+
+
+@given(
+    st.floats(min_value=0.0, max_value=10.0),
+    st.floats(min_value=20.0, max_value=30.0),
+    st.floats(min_value=30.0, max_value=60.0),
+)
+def test_back_to_healthy_within_one_interval_of_the_fix(
+    phase: float, broken_at: float, repair_after: float
+) -> None:
+    fixed_at = broken_at + repair_after
+    seen = simulate(POLICY, phase, broken_at, fixed_at)
+    assert any(h.state is State.BROKEN for _, h in seen)
+    back = [(at, h) for at, h in seen if h.recovered]
+    assert len(back) == 1  # one catch-up reconcile
+    at, health = back[0]
+    assert at >= fixed_at
+    assert at + (health.round_trip or 0.0) <= fixed_at + POLICY.interval

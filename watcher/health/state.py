@@ -6,16 +6,18 @@ the monitor learns about one runtime is a stream of :class:`Observation`\\ s —
 sent, its echo received, refused at the listener, the SKR write failed — and the passing
 of time. :func:`observe` and :func:`tick` fold them into a :class:`RuntimeHealth`:
 
-* a heartbeat counts as **missed** when no echo of it (or of a later one) arrived by
-  ``sent + interval + grace``, and at once when its SKR write failed or the listener
-  refused its echo; any echo resets the count, late or not;
+* a heartbeat counts as **missed** when no echo of it (or of a later one) arrived within
+  ``timeout`` of sending it, and at once when its SKR write failed or the listener
+  refused its echo; any echo resets the count, late or not. With the timeout short of
+  the interval, a watcher that breaks right after an echo misses the next two
+  heartbeats by ``2 * interval + timeout`` at the latest: Broken within two heartbeats;
 * **Unknown** until the first echo, unless misses already make it Broken — never Healthy
   without a received heartbeat;
 * **Healthy** with no miss, and also with one miss that has no other evidence — one late
   heartbeat alone does not flap the state;
 * **Degraded** with one miss that has evidence (the SKR write failed, the listener
   refused it), or when the last round trip was slower than ``slow``;
-* **Broken** from ``broken_after`` (2) consecutive misses: noticed within two heartbeats;
+* **Broken** from ``broken_after`` (2) consecutive misses;
 * the **reason** names the evidence of the current streak: ``SkrWriteFailed`` (the SKR
   could not be written: unreachable, credentials), ``EventRefused`` (the listener said
   why: SAN mismatch, untrusted proxy, ...), else ``NoEvent`` (written, but nothing came
@@ -66,23 +68,39 @@ class Observation:
 
 @dataclass(frozen=True)
 class Policy:
-    """``interval`` between heartbeats; ``grace`` on top before a heartbeat counts as
+    """``interval`` between heartbeats; a heartbeat not echoed within ``timeout`` is
     missed; ``broken_after`` consecutive misses make it Broken; a round trip above
-    ``slow`` (None: never) makes it Degraded."""
+    ``slow`` (None: never) makes it Degraded. A runtime that is not well is probed every
+    ``interval * recovery_factor``, so it is back to Healthy within one interval of the
+    fix (a whole interval plus the round trip would not be)."""
 
     interval: float = 60.0
-    grace: float = 5.0
+    timeout: float = 5.0
     broken_after: int = 2
     slow: float | None = None
+    recovery_factor: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.interval <= 0 or self.grace < 0:
-            raise ValueError("interval must be positive and grace not negative")
+        if self.interval <= 0 or self.timeout <= 0:
+            raise ValueError("interval and timeout must be positive")
+        if self.timeout >= self.interval:
+            raise ValueError(
+                f"timeout ({self.timeout:g} s) must be shorter than the interval "
+                f"({self.interval:g} s): a heartbeat is judged before the next is sent"
+            )
         if self.broken_after < 2:
             raise ValueError("broken_after must be at least 2 (one late heartbeat is no failure)")
+        if not 0 < self.recovery_factor <= 1:
+            raise ValueError("recovery_factor must be in (0, 1]")
 
     def deadline(self, sent_at: float) -> float:
-        return sent_at + self.interval + self.grace
+        return sent_at + self.timeout
+
+    def probe_interval(self, state: State) -> float:
+        """Time from one heartbeat to the next for a runtime in ``state``."""
+        if state in (State.DEGRADED, State.BROKEN):
+            return self.interval * self.recovery_factor
+        return self.interval
 
 
 @dataclass(frozen=True)
@@ -163,7 +181,10 @@ def observe(health: RuntimeHealth, observation: Observation, policy: Policy) -> 
         )
     else:  # refused at the listener, or the SKR write failed: that heartbeat is lost
         reason = Reason.EVENT_REFUSED if o.kind == "refused" else Reason.SKR_WRITE_FAILED
-        lost = o.kind == "write-failed" or any(seq == o.seq for seq, _ in health.pending)
+        # lost now: it was pending, or a write failed before it counted as sent; a
+        # failure reported after the deadline already counted it only adds the evidence
+        never_sent = o.kind == "write-failed" and o.seq > (health.last_sent or 0)
+        lost = never_sent or any(seq == o.seq for seq, _ in health.pending)
         changed = dataclasses.replace(
             health,
             evidence=(reason, o.detail),  # the newest evidence explains the streak

@@ -27,7 +27,7 @@ from watcher.listener.sanpin import KymaLookup, san_pinning
 from watcher.listener.server import Listener
 from watcher.listener.stream import EventStream, ListenerEvent
 from watcher.listener.tls import direct_mtls_context, gateway_mtls_context, server_context
-from watcher.listener.verify import VerifyHook, VerifyRequest
+from watcher.listener.verify import Rejection, RejectionObserver, VerifyHook, VerifyRequest
 from watcher.listener.xfcc import (
     XFCC_HEADER,
     certificate_from_xfcc,
@@ -51,6 +51,8 @@ __all__ = [
     "ListenerEvent",
     "ListenerMetrics",
     "ListenerStartError",
+    "Rejection",
+    "RejectionObserver",
     "StreamClosed",
     "SubjectAltNames",
     "TrustedGateways",

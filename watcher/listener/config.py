@@ -8,7 +8,7 @@ from typing import Literal
 
 from watcher.errors import ConfigError
 from watcher.listener.gateway_trust import TrustedGateways
-from watcher.listener.verify import VerifyHook
+from watcher.listener.verify import RejectionObserver, VerifyHook
 from watcher.model import CONTRACTS, Contract
 from watcher.paths import event_path, validate_manager_name
 
@@ -43,6 +43,8 @@ class ListenerConfig:
     backpressure_timeout: float = 5.0
     retry_after_seconds: int = 1
     verify_hooks: tuple[VerifyHook, ...] = ()
+    rejection_observers: tuple[RejectionObserver, ...] = ()
+    """Told of every refused event whose runtime is known (:class:`Rejection`)."""
     max_body_bytes: int = 16384
     max_xfcc_bytes: int = 32768
     serve_metrics: bool = True

@@ -44,7 +44,7 @@ from watcher.listener.errors import (
 from watcher.listener.gateway_trust import TrustedGateways
 from watcher.listener.metrics import ListenerMetrics
 from watcher.listener.stream import EventStream, ListenerEvent
-from watcher.listener.verify import VerifyHook, VerifyRequest
+from watcher.listener.verify import Rejection, VerifyHook, VerifyRequest
 from watcher.listener.xfcc import XFCC_HEADER, certificate_from_xfcc
 from watcher.model import WatchEvent, decode_event
 
@@ -159,8 +159,19 @@ class EventHandler:
         reason: str,
         *,
         headers: Mapping[str, str] | None = None,
+        runtime: str | None = None,
+        why: str | None = None,
     ) -> web.Response:
+        """The error response; counted, logged, and — when the runtime is known — told to
+        the rejection observers (``why``: a finer category than the metric's)."""
         self._metrics.rejected.labels(category).inc()
+        if runtime is not None:
+            rejection = Rejection(runtime, status, why or category, reason)
+            for observe in self._config.rejection_observers:
+                try:
+                    observe(rejection)
+                except Exception:
+                    logger.exception("rejection observer failed")
         logger.info(
             "event rejected",
             extra={
@@ -326,7 +337,13 @@ class EventHandler:
             except VerificationFailed as exc:
                 self._metrics.verification_failed.labels(exc.category).inc()
                 return self._reject(
-                    request, 403, m.REJECT_VERIFICATION, "verification failed", exc.reason
+                    request,
+                    403,
+                    m.REJECT_VERIFICATION,
+                    "verification failed",
+                    exc.reason,
+                    runtime=verify_request.runtime_id,
+                    why=exc.category,
                 )
             except Exception as exc:  # CancelledError is a BaseException and propagates
                 name = _hook_name(hook)
@@ -340,6 +357,7 @@ class EventHandler:
                     m.REJECT_VERIFY_ERROR,
                     "verification error",
                     f"verify hook {name} failed ({type(exc).__name__}); see the listener log",
+                    runtime=verify_request.runtime_id,
                 )
         return None
 
@@ -357,10 +375,17 @@ class EventHandler:
                 "event consumer too slow",
                 str(exc),
                 headers=retry,
+                runtime=accepted.runtime_id,
             )
         except StreamClosed as exc:
             return self._reject(
-                request, 503, m.REJECT_SHUTDOWN, "listener shutting down", str(exc), headers=retry
+                request,
+                503,
+                m.REJECT_SHUTDOWN,
+                "listener shutting down",
+                str(exc),
+                headers=retry,
+                runtime=accepted.runtime_id,
             )
         self._metrics.accepted.inc()
         logger.debug(

@@ -18,7 +18,7 @@ from cryptography import x509
 from watcher.listener.errors import VerificationFailed
 from watcher.model import Contract, WatchEvent
 
-__all__ = ["VerificationFailed", "VerifyHook", "VerifyRequest"]
+__all__ = ["Rejection", "RejectionObserver", "VerificationFailed", "VerifyHook", "VerifyRequest"]
 
 
 @dataclass(frozen=True)
@@ -33,3 +33,21 @@ class VerifyRequest:
 
 
 VerifyHook = Callable[[VerifyRequest], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """An event refused after its sender was identified: which runtime, the HTTP status,
+    why (``category``: the verify hook's category such as ``san-mismatch``, else the
+    listener's rejection reason) and the text the SKR was told. Refusals before the
+    client certificate was read name no runtime and are not reported: an unidentified
+    claim must not count against a runtime."""
+
+    runtime_id: str
+    status: int
+    category: str
+    reason: str
+
+
+RejectionObserver = Callable[[Rejection], None]
+"""Called for every :class:`Rejection` (e.g. watcher health: a refused heartbeat echo)."""

@@ -30,6 +30,7 @@ from watcher.listener import (
     XFCC_HEADER,
     Listener,
     ListenerEvent,
+    Rejection,
     VerificationFailed,
     VerifyRequest,
     format_xfcc,
@@ -296,10 +297,16 @@ async def test_hooks_run_in_order_and_the_first_rejection_wins(
     async def never(request: VerifyRequest) -> None:
         seen.append("never")
 
-    async with running(verify_hooks=(first, refuse, never)) as listener:
+    told: list[Rejection] = []
+    hooks = (first, refuse, never)
+    async with running(verify_hooks=hooks, rejection_observers=(told.append,)) as listener:
         status, payload, _ = await call(session, listener.event_url)
+        no_cert, _, _ = await call(session, listener.event_url, headers={})
     assert (status, payload["reason"]) == (403, "runtime is being deprovisioned")
     assert seen == ["first:runtime-a:kyma-system/default", "refuse"]
+    # the observers hear of the identified runtime's refusal, not of the anonymous 401
+    assert no_cert == 401
+    assert told == [Rejection("runtime-a", 403, "deprovisioning", "runtime is being deprovisioned")]
 
 
 async def test_a_failing_hook_is_a_500_and_logged(

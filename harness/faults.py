@@ -14,7 +14,9 @@ names against what runs. ``parse_fault`` checks a ``(target, action)`` pair agai
   SKR; same port, certificates and etcd data);
 * ``kcp`` — ``delay`` / ``abort`` / ``clear``: latency or errors injected by Envoy on
   every route to the KCP (parameters: ``delay_ms``, ``percent``, ``status``);
-* ``certificates`` — ``rotate-leaf`` (parameter ``skrs``), ``rotate-ca``, ``drop-old-ca``.
+* ``certificates`` — ``rotate-leaf`` (parameter ``skrs``), ``rotate-ca``, ``drop-old-ca``,
+  ``break-leaf`` (parameters ``skrs`` and ``override``: a deliberately broken certificate
+  issued and kept until the next ``rotate-leaf`` of that SKR).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ ACTIONS: Mapping[str, tuple[str, ...]] = {
     "listener": ("stop", "start", "restart"),
     "apiserver": ("stop", "start", "kill", "restart"),
     "kcp": ("delay", "abort", "clear"),
-    "certificates": ("rotate-leaf", "rotate-ca", "drop-old-ca"),
+    "certificates": ("rotate-leaf", "rotate-ca", "drop-old-ca", "break-leaf"),
 }
 NAMED = frozenset({"webhook", "listener", "apiserver"})
 """Targets that name a part: ``<kind>/<name>``."""

@@ -118,6 +118,7 @@ KYMAS = Resource("operator.kyma-project.io", "v1beta2", "kymas", "Kyma")
 GATEWAYS = Resource("networking.istio.io", "v1beta1", "gateways", "Gateway")
 VIRTUAL_SERVICES = Resource("networking.istio.io", "v1beta1", "virtualservices", "VirtualService")
 SECRETS = Resource("", "v1", "secrets", "Secret")
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap")
 VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     "admissionregistration.k8s.io",
     "v1",

@@ -16,6 +16,7 @@ awaited).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import tempfile
@@ -52,6 +53,8 @@ from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.lifecycle_manager.skr_webhook import SkrWebhook, SkrWebhookManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
+from harness.kcp.lifecycle_manager.watcher_health import SERVICE as HEALTH_SERVICE
+from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
 from harness.kube import (
     GATEWAYS,
     KYMAS,
@@ -77,7 +80,9 @@ from watcher.domain import (
     SKR_DOMAIN_ANNOTATION,
     SKR_NAMESPACE,
 )
-from watcher.listener import ListenerConfig
+from watcher.health.heartbeat import MANAGER as HEALTH_MANAGER
+from watcher.health.metrics import HealthMetrics
+from watcher.listener import ListenerConfig, san_pinning
 from watcher.render.envoy import ClusterSettings, TlsFiles
 from watcher.render.virtualservice import gateway_dict
 from watcher.render.watcher_cr import Watcher
@@ -165,11 +170,11 @@ async def _prepare_api_servers(kcp_api: ApiClient, skr_apis: Mapping[str, ApiCli
 
 
 def _certificate_issuer(
-    spec: EnvironmentSpec, host_address: str
+    spec: EnvironmentSpec, host_address: str, overrides: Mapping[str, CertificateOverride]
 ) -> Callable[[pki.CertificateAuthority, str, str, str], pki.Issued]:
     """How KLM issues each Kyma's certificate here: KLM's SANs plus what this host's API
-    servers dial (a host-run webhook serves it), with the SKR's fault override applied."""
-    overrides = {s.kyma_name: s.certificate for s in spec.skrs}
+    servers dial (a host-run webhook serves it), with the Kyma's fault override (from the
+    spec, or a ``break-leaf`` fault since) applied."""
     address = None if in_cluster(spec) else host_address
 
     def issue(
@@ -238,7 +243,7 @@ async def _apply_watchers(env: WatcherEnvironment) -> None:
     """Apply the spec's Watchers; wait until the valid ones are routed (and, rolled out
     immediately, wired)."""
     valid = []
-    for obj in env.spec.watchers:
+    for obj in env.spec.all_watchers:
         await ensure_namespace(env.kcp_api, obj["metadata"]["namespace"])
         await create_or_replace(env.kcp_api, WATCHERS, dict(obj))
         if valid_watcher(obj) is not None:
@@ -248,6 +253,43 @@ async def _apply_watchers(env: WatcherEnvironment) -> None:
         *(env.wait_route(m["name"], m["namespace"], present=True, within=30) for m in valid)
     )
     await env.wait_wired(within=30)
+
+
+async def _start_health(
+    spec: EnvironmentSpec,
+    stack: AsyncExitStack,
+    klm: LifecycleManager,
+    skr_clients: SkrClients,
+    registry: ServiceRegistry,
+    mesh: GatewayMesh | None,
+    metrics: KlmMetrics,
+) -> WatcherHealth | None:
+    """With ``spec.health``: KLM's watcher health — its listener behind the gateway as
+    ``watcher-health-events.kcp-system:8083`` (SAN pinning as KLM's own listener), its
+    metrics in KLM's registry (scenario target ``klm``). The ``watcher-health`` Watcher
+    is applied with the spec's (:attr:`EnvironmentSpec.all_watchers`)."""
+    if spec.health is None:
+        return None
+    name, namespace, _ = HEALTH_SERVICE
+    config = (
+        mesh.listener_config(HEALTH_MANAGER, (name, namespace))
+        if mesh is not None
+        else ListenerConfig(component=HEALTH_MANAGER, identity="xfcc")
+    )
+    if spec.pin_san:
+        hooks = (*config.verify_hooks, san_pinning(klm.cache.lookup))
+        config = dataclasses.replace(config, verify_hooks=hooks)
+    health = await stack.enter_async_context(
+        WatcherHealth(
+            skr_clients,
+            klm.reconciler,
+            policy=spec.health,
+            listener_config=config,
+            metrics=HealthMetrics(metrics.registry),
+        )
+    )
+    registry.register(*HEALTH_SERVICE, ("127.0.0.1", health.host.port))
+    return health
 
 
 @asynccontextmanager
@@ -322,10 +364,11 @@ async def watcher_environment(
         stack.push_async_callback(skr_clients.aclose)
         fleet_ref: list[SkrFleet] = []  # the fleet starts after KLM (its listener first)
         metrics = KlmMetrics()
+        overrides = {s.kyma_name: s.certificate for s in spec.skrs if not s.certificate.is_default}
         certificates = KymaCertificates(
             kcp_api,
             cas,
-            issue=_certificate_issuer(spec, host_address),
+            issue=_certificate_issuer(spec, host_address, overrides),
             pinned=[s.kyma_name for s in spec.skrs if not s.certificate.is_default],
             metrics=metrics,
         )
@@ -335,10 +378,11 @@ async def watcher_environment(
             watchers=lambda: _routed(gateway, controller.watchers()),
             target=_skr_webhooks(spec, fleet_ref),
         )
+        reconcile = KymaReconcile(kcp_api, skr_clients, watcher=skr_webhooks)
         klm = await stack.enter_async_context(
             LifecycleManager(
                 kcp_api,
-                reconcile=KymaReconcile(kcp_api, skr_clients, watcher=skr_webhooks),
+                reconcile=reconcile,
                 metrics=metrics,
                 workers=spec.klm_workers,
                 listener_config=(
@@ -360,6 +404,8 @@ async def watcher_environment(
             )
         )
         registry.register(*KLM_SERVICE, ("127.0.0.1", klm.host.port))
+        health = await _start_health(spec, stack, klm, skr_clients, registry, mesh, metrics)
+        reconcile.health = health
 
         # KLM issues each runtime's certificate (KCP Secret <kyma>-webhook-tls) before the
         # webhook starts with it, as provisioning precedes the first reconcile.
@@ -396,13 +442,20 @@ async def watcher_environment(
             fleet=fleet,
             controller=controller,
             rotation=CertificateRotation(
-                cas, certificates, klm, fleet, {s.name: s.kyma_name for s in spec.skrs}
+                cas,
+                certificates,
+                klm,
+                fleet,
+                {s.name: s.kyma_name for s in spec.skrs},
+                overrides=overrides,
             ),
             workdir=workdir,
             stack=stack,
             mesh=mesh,
         )
         env.listeners[KLM_COMPONENT] = klm.host
+        if health is not None:
+            env.listeners[HEALTH_MANAGER] = health.host
         klm.observers.append(env.log.recorder(KLM_COMPONENT))
         for listener in spec.listeners:
             await env.add_listener(listener.component, listener.service)

@@ -16,6 +16,7 @@ from harness.environment.rotation import CertificateRotation, RotationError
 from harness.faults import Fault, FaultError
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.lifecycle_manager.events import ListenerHost
+from harness.skr.certs import CertificateOverride
 from harness.skr.fleet import SkrFleet
 
 Params = Mapping[str, Any]
@@ -130,6 +131,20 @@ async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
             f"new CA {rotation.ca.common_name} in the gateway's bundle; certificates follow "
             "in each Kyma's next reconcile"
         )
+    if fault.action == "break-leaf":
+        _no_params(fault, params, ("skrs", "override"))
+        skrs, kind = list(params.get("skrs") or []), str(params.get("override", ""))
+        if not skrs:
+            raise FaultError("break-leaf needs skrs: the SKRs whose certificate to break")
+        if kind == "keep":
+            rotation.keep_leaves(skrs)
+            return f"certificates of {', '.join(skrs)} kept as they are (not renewed)"
+        try:
+            override = CertificateOverride.named(kind)
+        except ValueError as exc:
+            raise FaultError(str(exc)) from None
+        await rotation.break_leaves(skrs, override)
+        return f"{kind} certificate for {', '.join(skrs)}"
     _no_params(fault, params)
     try:
         await rotation.drop_old_ca()

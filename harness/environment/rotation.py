@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.errors import HarnessError
@@ -29,7 +29,7 @@ from harness.kcp.lifecycle_manager.certificates.gateway_secret import (
 )
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.skr.certs import host_sans
+from harness.skr.certs import CertificateOverride, host_sans
 from harness.skr.fleet import SkrFleet
 from harness.skr.install import SkrInstallation
 from watcher import pki
@@ -63,7 +63,11 @@ class CertificateRotation:
     fleet: SkrFleet
     kymas: Mapping[str, str]
     """SKR cluster name → its Kyma's name."""
+    overrides: dict[str, CertificateOverride] = field(default_factory=dict)
+    """Kyma name → how its certificate is issued broken (shared with the issuer)."""
     serve_within: float = 15.0
+    broken: set[str] = field(default_factory=set)
+    """Kymas whose certificate :meth:`break_leaves` broke (``rotate_leaves`` repairs them)."""
 
     @property
     def ca(self) -> pki.CertificateAuthority:
@@ -97,9 +101,35 @@ class CertificateRotation:
         before = {inst.cluster.name: inst.leaf.cert_pem for inst in chosen}
         for inst in chosen:
             kyma = self.kymas[inst.cluster.name]
+            if kyma in self.broken:  # a certificate broken by a fault: a correct one now
+                self.broken.discard(kyma)
+                self.overrides.pop(kyma, None)
+                self.certificates.unpin(kyma)
             self.certificates.renew(kyma)
             self.klm.reconciler.enqueue(f"{KCP_NAMESPACE}/{kyma}", Trigger.CERTIFICATE_RENEWED)
         await asyncio.gather(*(self._served(i, before[i.cluster.name]) for i in chosen))
+
+    async def break_leaves(self, skrs: Sequence[str], override: CertificateOverride) -> None:
+        """Issue the chosen Kymas' certificates broken by ``override`` and keep them so
+        (pinned) until :meth:`rotate_leaves`; returns once every webhook serves its own."""
+        chosen = self._chosen(skrs)
+        before = {inst.cluster.name: inst.leaf.cert_pem for inst in chosen}
+        for inst in chosen:
+            kyma = self.kymas[inst.cluster.name]
+            self.overrides[kyma] = override
+            self.broken.add(kyma)
+            self.certificates.pin(kyma)
+            self.certificates.renew(kyma)
+            self.klm.reconciler.enqueue(f"{KCP_NAMESPACE}/{kyma}", Trigger.CERTIFICATE_RENEWED)
+        await asyncio.gather(*(self._served(i, before[i.cluster.name]) for i in chosen))
+
+    def keep_leaves(self, skrs: Sequence[str]) -> None:
+        """KLM stops renewing the chosen Kymas' certificates until :meth:`rotate_leaves`
+        (as when it cannot reach their SKRs); their CA bundle still follows."""
+        for inst in self._chosen(skrs):
+            kyma = self.kymas[inst.cluster.name]
+            self.broken.add(kyma)
+            self.certificates.pin(kyma)
 
     async def _served(self, inst: SkrInstallation, old_pem: bytes | None) -> None:
         """Until the installation took a certificate other than ``old_pem`` and serves it."""

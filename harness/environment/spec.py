@@ -15,6 +15,8 @@ from harness.kcp.lifecycle_manager.kyma.reconcile import (
 from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.skr.certs import CertificateOverride
 from watcher.domain import KCP_NAMESPACE
+from watcher.health.heartbeat import health_watcher
+from watcher.health.state import Policy
 from watcher.render.watcher_cr import klm_watcher_dict
 from watcher.webhook.settings import DeliveryMode
 
@@ -90,6 +92,8 @@ class EnvironmentSpec:
     certificates: CertificateTimings = field(default_factory=CertificateTimings)
     """KLM's CA and client-certificate validities, renewals and the gateway's grace."""
     watcher_rollout: WatcherRollout = "immediate"
+    health: Policy | None = None
+    """Watcher health (``harness.kcp.lifecycle_manager.watcher_health``); None: off."""
     webhook_env: Mapping[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     upstream_mtls: bool = True
@@ -100,6 +104,11 @@ class EnvironmentSpec:
     """How the API servers (and in-cluster webhooks) reach this host; None: the backend
     choice's (``WATCHER_HARNESS_HOST_ADDRESS``), else the backend's default (kind: the
     kind network's gateway), else ``127.0.0.1``."""
+
+    @property
+    def all_watchers(self) -> tuple[Mapping[str, Any], ...]:
+        """``watchers`` plus, with health on, the ``watcher-health`` Watcher."""
+        return (*self.watchers, health_watcher()) if self.health is not None else self.watchers
 
     def delivery_mode_of(self, skr: SkrSpec) -> DeliveryMode:
         return skr.delivery_mode or self.delivery_mode

@@ -24,15 +24,17 @@ from harness.kcp.lifecycle_manager.kyma.modules import catalog_fixture
 from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
 from harness.scenario import (
+    BreakFault,
     Certificate,
-    CertificateKind,
     Certificates,
     FaultOp,
+    Health,
     ProcessFault,
     RotateFault,
     Scenario,
 )
 from harness.skr.certs import CertificateOverride
+from watcher.health.state import Policy
 
 
 def fault_ops(scenario: Scenario) -> Iterator[FaultOp]:
@@ -56,7 +58,7 @@ def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> Backe
     choice = backend or BackendChoice(name=backend_name(scenario.backend.value, "backend"))
     reason = unsupported_reason(choice, fault_targets(scenario)) or in_cluster_reason(
         choice,
-        rotates=any(isinstance(op.fault, RotateFault) for op in fault_ops(scenario)),
+        rotates=any(isinstance(op.fault, RotateFault | BreakFault) for op in fault_ops(scenario)),
         sync_skrs=[s.name for s in scenario.clusters.skrs if s.delivery_mode == "sync"],
     )
     if reason is not None:
@@ -67,19 +69,7 @@ def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> Backe
 def certificate_override(certificate: Certificate) -> CertificateOverride:
     """The SKR installation's :class:`~harness.skr.certs.CertificateOverride` for a
     scenario's ``certificate`` setting."""
-    match certificate.override:
-        case CertificateKind.NONE:
-            return CertificateOverride()
-        case CertificateKind.WRONG_SAN:
-            return CertificateOverride.wrong_san(certificate.skr_domain or "wrong.skr.invalid")
-        case CertificateKind.EXPIRED:
-            return CertificateOverride.expired()
-        case CertificateKind.NOT_YET_VALID:
-            return CertificateOverride.not_yet_valid()
-        case CertificateKind.FOREIGN_CA:
-            return CertificateOverride.foreign_ca()
-        case CertificateKind.EMPTY_CN:
-            return CertificateOverride.empty_cn()
+    return CertificateOverride.named(certificate.override.value, skr_domain=certificate.skr_domain)
 
 
 def certificate_timings(settings: Certificates) -> CertificateTimings:
@@ -91,6 +81,13 @@ def certificate_timings(settings: Certificates) -> CertificateTimings:
         client_renew_before=dt.timedelta(seconds=settings.client_renew_before),
         grace=dt.timedelta(seconds=settings.grace),
     )
+
+
+def health_policy(settings: Health | None) -> Policy | None:
+    """The watcher-health policy from ``settings.klm.health`` (None: health off)."""
+    if settings is None:
+        return None
+    return Policy(interval=settings.interval, timeout=settings.timeout, slow=settings.slow)
 
 
 def environment_spec(
@@ -140,6 +137,7 @@ def environment_spec(
         manifest_ready_after=scenario.settings.klm.manifest_ready_after,
         certificates=certificate_timings(scenario.settings.klm.certificates),
         watcher_rollout=scenario.settings.klm.watcher_rollout,
+        health=health_policy(scenario.settings.klm.health),
         webhook_env=dict(webhook_env or {}),
         log_dir=log_dir,
         backend=choice,

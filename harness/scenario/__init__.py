@@ -34,6 +34,7 @@ from harness.scenario.operations import (
     ApplyOp,
     Assert,
     AssertOp,
+    BreakFault,
     Churn,
     ChurnMix,
     ChurnOp,
@@ -63,7 +64,7 @@ from harness.scenario.operations import (
     WatcherChange,
     WatcherOp,
 )
-from harness.scenario.settings import Certificates, Klm, Requeue, Settings
+from harness.scenario.settings import Certificates, Health, Klm, Requeue, Settings
 from harness.scenario.steps import Step
 from harness.scenario.values import ResourceRef, format_duration, parse_duration
 from harness.scenario.watchers import DefaultWatcher, Listener, Service, WatcherDef
@@ -76,6 +77,7 @@ __all__ = [
     "Assert",
     "AssertOp",
     "Backend",
+    "BreakFault",
     "Certificate",
     "CertificateKind",
     "Certificates",
@@ -94,6 +96,7 @@ __all__ = [
     "Expect",
     "ExpectOp",
     "FaultOp",
+    "Health",
     "InstanceNames",
     "InvalidScenario",
     "KcpFault",

@@ -100,6 +100,8 @@ class ReconcileExpectation(_Counted):
             "kyma-changed",
             "manifest-changed",
             "certificate-renewed",
+            "watcher-health",
+            "watcher-recovered",
         ]
         | None
     ) = None

@@ -9,6 +9,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from harness.faults import Fault, parse_fault
 from harness.matching.objects import check_expressions
 from harness.matching.output import regex_problem
+from harness.scenario.clusters import CertificateKind
 from harness.scenario.expectations import Expect
 from harness.scenario.values import (
     RESOURCE_SCHEMA_EXTRA,
@@ -159,22 +160,50 @@ class RotateFault(Model):
         return parse_fault("certificates", self.action, params=params)
 
 
+class BreakFault(Model):
+    """Issue the chosen SKRs' runtime certificates broken on purpose (``certificate``:
+    ``expired``, ``not-yet-valid``, ``foreign-ca``, ``wrong-san``, ``empty-cn``), or
+    ``keep`` the current ones (KLM stops renewing them, as when it cannot reach the SKR:
+    a CA rotation then leaves them behind); either lasts until a ``rotate: leaf`` of those
+    SKRs puts a correct certificate back."""
+
+    certificate: CertificateKind | Literal["keep"]
+    clusters: tuple[DnsLabel, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _broken(self) -> BreakFault:
+        if self.certificate == CertificateKind.NONE:
+            raise ValueError("certificate: none breaks nothing; use rotate: leaf to repair")
+        return self
+
+    @property
+    def fault(self) -> Fault:
+        params = {"skrs": list(self.clusters), "override": str(self.certificate)}
+        return parse_fault("certificates", "break-leaf", params=params)
+
+
 def _fault_tag(value: Any) -> str | None:
     if isinstance(value, dict):
-        for key, tag in (("kcp", "kcp"), ("rotate", "rotate")):
+        for key, tag in (("kcp", "kcp"), ("rotate", "rotate"), ("certificate", "break")):
             if key in value:
                 return tag
         if "action" in value or "target" in value:
             return "process"
         return None
-    tags: dict[type, str] = {ProcessFault: "process", KcpFault: "kcp", RotateFault: "rotate"}
+    tags: dict[type, str] = {
+        ProcessFault: "process",
+        KcpFault: "kcp",
+        RotateFault: "rotate",
+        BreakFault: "break",
+    }
     return tags.get(type(value))
 
 
 AnyFault = Annotated[
     Annotated[ProcessFault, Tag("process")]
     | Annotated[KcpFault, Tag("kcp")]
-    | Annotated[RotateFault, Tag("rotate")],
+    | Annotated[RotateFault, Tag("rotate")]
+    | Annotated[BreakFault, Tag("break")],
     Discriminator(_fault_tag),
 ]
 

@@ -19,6 +19,7 @@ from harness.scenario.operations import (
     ApplyOp,
     Assert,
     AssertOp,
+    BreakFault,
     ChurnOp,
     CollectOp,
     DeleteOp,
@@ -32,8 +33,10 @@ from harness.scenario.operations import (
     ScriptOp,
     WatcherOp,
 )
+from harness.scenario.settings import Settings
 from harness.scenario.steps import Step
 from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE, AnyWatcher, Listener
+from watcher.health.heartbeat import MANAGER as HEALTH_MANAGER
 
 
 class Declared(Protocol):
@@ -48,6 +51,8 @@ class Declared(Protocol):
     def listeners(self) -> tuple[Listener, ...]: ...
     @property
     def steps(self) -> tuple[Step, ...]: ...
+    @property
+    def settings(self) -> Settings: ...
     @property
     def kymas(self) -> tuple[Kyma, ...] | None: ...
     @property
@@ -100,7 +105,8 @@ class _Checker:
         self.problems: list[Problem] = []
         self.skrs = {skr.name: skr for skr in s.clusters.skrs}
         self.clusters = {KCP, *self.skrs}
-        self.components = {KLM_COMPONENT, *(lst.component for lst in s.listeners)}
+        health = {HEALTH_MANAGER} if s.settings.klm.health is not None else set()
+        self.components = {KLM_COMPONENT, *health, *(lst.component for lst in s.listeners)}
         self.services = {KLM_SERVICE.key, *(lst.service.key for lst in s.listeners)}
         applied = [
             op.watcher.apply
@@ -151,6 +157,9 @@ class _Checker:
                 self.add(Problem(loc, f"metrics target {target!r} is not supported"))
             elif name not in self.clusters:
                 self.add(_unknown(loc, "cluster", name, self.clusters, "clusters"))
+        elif kind == "listener" and name == HEALTH_MANAGER and name not in self.components:
+            hint = "turn it on: settings: {klm: {health: {interval: 10s, timeout: 2s}}}"
+            self.add(Problem(loc, f"no listener {name!r}: watcher health is off", hint))
         elif kind == "listener" and name not in self.components:
             self.add(_unknown(loc, "listener", name, self.components, "listeners"))
         elif kind == "webhook" and name not in self.skrs:
@@ -227,9 +236,10 @@ class _Checker:
             if isinstance(fault, ProcessFault):
                 here = (*loc, "fault", "fault", "process", "target")
                 self.target(here, fault.target, allow_apiserver=True)
-            elif isinstance(fault, RotateFault):
+            elif isinstance(fault, RotateFault | BreakFault):
+                tag = "rotate" if isinstance(fault, RotateFault) else "break"
                 for k, name in enumerate(fault.clusters):
-                    here = (*loc, "fault", "fault", "rotate", "clusters", k)
+                    here = (*loc, "fault", "fault", tag, "clusters", k)
                     self.cluster(here, name, skr_only=True)
         elif isinstance(op, WatcherOp):
             change = op.watcher

@@ -47,17 +47,36 @@ class Certificates(Model):
         return self
 
 
+class Health(Model):
+    """Watcher health (``docs/health.md``): a heartbeat into every SKR each ``interval``,
+    missed when not back within ``timeout`` (shorter than the interval); a round trip
+    above ``slow`` (optional) counts as Degraded."""
+
+    interval: PositiveDuration = 60.0
+    timeout: PositiveDuration = 5.0
+    slow: PositiveDuration | None = None
+
+    @model_validator(mode="after")
+    def _timeout_within_interval(self) -> Health:
+        if self.timeout >= self.interval:
+            raise ValueError("timeout must be shorter than interval")
+        return self
+
+
 class Klm(Model):
     """The Lifecycle Manager: ``concurrency`` is KLM's ``max-concurrent-kyma-reconciles``
     (default 1); ``manifestReadyAfter`` is how long the Manifest stand-in takes to make a
     module's Manifest Ready (or Error); ``certificates`` its certificate timings;
     ``watcherRollout`` how a Watcher change reaches the SKRs: ``immediate`` (ours: every
-    SKR re-rendered at once) or ``reconcile`` (KLM's: at each Kyma's next reconcile)."""
+    SKR re-rendered at once) or ``reconcile`` (KLM's: at each Kyma's next reconcile);
+    ``health`` turns watcher health on (the ``watcher-health`` Watcher, heartbeats, the
+    Kymas' ``WatcherHealth`` condition; off when absent)."""
 
     concurrency: int = Field(default=1, ge=1, le=32)
     manifest_ready_after: Duration = 0.5
     certificates: Certificates = Field(default_factory=Certificates)
     watcher_rollout: Literal["immediate", "reconcile"] = "immediate"
+    health: Health | None = None
 
 
 class Settings(Model):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from watcher import pki
@@ -62,6 +63,24 @@ class CertificateOverride:
     def empty_cn(cls) -> CertificateOverride:
         """No Subject CN: a valid chain that carries no runtime id."""
         return cls(common_name="")
+
+    @classmethod
+    def named(cls, kind: str, *, skr_domain: str | None = None) -> CertificateOverride:
+        """The override a scenario names: ``none``, ``wrong-san`` (for ``skr_domain``),
+        ``expired``, ``not-yet-valid``, ``foreign-ca``, ``empty-cn``."""
+        makers: dict[str, Callable[[], CertificateOverride]] = {
+            "none": cls,
+            "wrong-san": lambda: cls.wrong_san(skr_domain or "wrong.skr.invalid"),
+            "expired": cls.expired,
+            "not-yet-valid": cls.not_yet_valid,
+            "foreign-ca": cls.foreign_ca,
+            "empty-cn": cls.empty_cn,
+        }
+        if kind not in makers:
+            raise ValueError(
+                f"unknown certificate override {kind!r}; use one of: {', '.join(makers)}"
+            )
+        return makers[kind]()
 
     @property
     def is_default(self) -> bool:

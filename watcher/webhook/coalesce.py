@@ -5,7 +5,12 @@ queue carry no more information than one, so a second identical event (same path
 is not queued again while the first has not been sent yet. Once a worker has started an
 attempt the event is no longer pending: a change admitted after that attempt began needs
 its own event, so it is queued anew. Between two attempts (waiting for a backoff) an event
-is *parked* and absorbs identical events again, because its next attempt happens after them.
+is *parked* and absorbs identical events again, because its next attempt happens after them;
+the absorbed admission *nudges* it (``OfferResult.nudged``): the caller attempts it at once
+instead of at the end of its backoff. A new admission is new information, so it gets a
+prompt attempt as it would without coalescing, and a KCP that is back hears of it then,
+not up to a backoff ceiling later; the load on a KCP that is still down stays at one
+attempt per admission.
 
 Capacity counts queued events only; parked events are bounded by the number of workers.
 """
@@ -47,6 +52,7 @@ class OfferResult(Generic[K]):
     outcome: Offer
     dropped: Pending[K] | None = None
     item: Pending[K] | None = None  # the event now queued (QUEUED only)
+    nudged: Pending[K] | None = None  # the parked event that absorbed it (COALESCED only)
 
 
 class PendingQueue(Generic[K]):
@@ -81,7 +87,7 @@ class PendingQueue(Generic[K]):
     def offer(self, key: K, now: float) -> OfferResult[K]:
         """Queue ``key`` unless an identical event is already waiting."""
         if key in self:
-            return OfferResult(Offer.COALESCED)
+            return OfferResult(Offer.COALESCED, nudged=self._parked.get(key))
         dropped = None
         if len(self._queued) >= self.capacity:
             if self.policy == "reject-newest":

@@ -136,6 +136,8 @@ class Delivery:
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._holding: set[int] = set()
+        self._nudges: dict[int, asyncio.Event] = {}
+        """id(parked item) → set when an admission asks for it again (attempt at once)."""
         self._closing = False
 
     # ---------------------------------------------------------------- lifecycle
@@ -261,6 +263,8 @@ class Delivery:
             self._journal(result.item)
         if result.outcome is Offer.COALESCED:
             self._metrics.coalesced.inc()
+            if result.nudged is not None and (nudge := self._nudges.get(id(result.nudged))):
+                nudge.set()
         elif result.outcome is Offer.REJECTED:
             self._metrics.drop(DropReason.OVERFLOW)
             log.warning("delivery queue full (%d); rejected event for %s", len(self.queue), path)
@@ -328,10 +332,25 @@ class Delivery:
             delay = self._retry_delay(item.attempts - 1, result.retry_after)
             log.debug("event for %s: %s; retrying in %.2f s", path, result.message, delay)
             self.queue.park(item)
+            nudge = self._nudges[id(item)] = asyncio.Event()
             try:
-                await self._sleep(delay)
+                await self._backoff(delay, nudge)
             finally:
+                del self._nudges[id(item)]
                 self.queue.unpark(item)
+
+    async def _backoff(self, delay: float, nudge: asyncio.Event) -> None:
+        """Wait ``delay``, or less when a new admission asks for the event again."""
+        waits = {
+            asyncio.ensure_future(self._sleep(delay)),
+            asyncio.ensure_future(nudge.wait()),
+        }
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
 
     def _retry_delay(self, attempt: int, retry_after: float | None) -> float:
         s = self.settings

@@ -7,14 +7,14 @@ from __future__ import annotations
 from harness.faults import Fault
 from harness.report.model import TimelineKind
 from harness.runner.context import ChurnRecord, RunContext
-from harness.scenario import KcpFault, ProcessFault, RotateFault
+from harness.scenario import BreakFault, KcpFault, ProcessFault, RotateFault
 
 
-async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault) -> None:
+async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault | BreakFault) -> None:
     at = ctx.clock()
     target: str
     action: str
-    if isinstance(op, ProcessFault | RotateFault):
+    if isinstance(op, ProcessFault | RotateFault | BreakFault):
         churns = _churns_on(ctx, op.fault)
         if churns and op.fault.action in ("stop", "kill", "restart"):
             reading = await ctx.session.admission_counts(op.fault.name)

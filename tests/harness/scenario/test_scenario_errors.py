@@ -220,6 +220,36 @@ CASES = {
             "with atLeast or atMost"
         ],
     ),
+    "break-nothing": (
+        HEAD + "steps:\n  - name: x\n    try:\n"
+        "      - fault: {certificate: none, clusters: [skr-a]}\n",
+        [
+            "s.yaml:9:16: step 'x', try[0].fault: certificate: none breaks nothing; "
+            "use rotate: leaf to repair"
+        ],
+    ),
+    "break-unknown-cluster": (
+        HEAD + "steps:\n  - name: x\n    try:\n"
+        "      - fault: {certificate: expired, clusters: [skr-c]}\n",
+        [
+            "s.yaml:9:50: step 'x', try[0].fault.clusters[0]: unknown SKR 'skr-c'; "
+            "did you mean 'skr-b'? (SKRs: skr-a, skr-b)"
+        ],
+    ),
+    "health-timeout-too-long": (
+        HEAD + "settings:\n  klm:\n    health: {interval: 2s, timeout: 2s}\n"
+        "steps:\n  - name: x\n    try: [{wait: 1s}]\n",
+        ["s.yaml:8:13: settings.klm.health: timeout must be shorter than interval"],
+    ),
+    "health-listener-without-health": (
+        HEAD + "steps:\n  - name: x\n    try:\n"
+        "      - fault: {action: stop, target: listener/watcher-health}\n",
+        [
+            "s.yaml:9:39: step 'x', try[0].fault.target: no listener 'watcher-health': "
+            "watcher health is off; turn it on: settings: {klm: {health: {interval: 10s, "
+            "timeout: 2s}}}"
+        ],
+    ),
     "not-a-mapping": (
         "- name: x\n",
         ["s.yaml:1:1: a scenario is a mapping with name, clusters and steps; got a list"],

@@ -83,7 +83,11 @@ def test_taken_events_queue_again_but_parked_ones_absorb() -> None:
     assert queue.offer("a", 1.0).outcome is Offer.QUEUED  # in flight: not coalesced
     assert queue.take() is not None
     queue.park(item)
-    assert queue.offer("a", 2.0).outcome is Offer.COALESCED  # waiting for a retry
+    absorbed = queue.offer("a", 2.0)
+    assert absorbed.outcome is Offer.COALESCED  # waiting for a retry: nudged, not queued
+    assert absorbed.nudged is item
+    assert queue.offer("b", 2.0).nudged is None
+    assert queue.offer("b", 2.5).nudged is None  # coalesced with a queued one: no nudge
     queue.unpark(item)
     assert queue.offer("a", 3.0).outcome is Offer.QUEUED
     assert item.enqueued_at == 0.0

@@ -327,3 +327,28 @@ async def test_submit_after_drain_is_rejected(client: KcpClient) -> None:
     delivery.start()
     await delivery.drain(1.0)
     assert delivery.submit(PATH, event_body()) is Offer.REJECTED
+
+
+async def test_a_new_admission_cuts_a_parked_events_backoff_short(
+    client: KcpClient, kcp: FakeKcp
+) -> None:
+    """An event waiting out a long backoff is attempted at once when the same change is
+    admitted again: a KCP that is back hears of it then, not at the backoff's end."""
+    delays: list[float] = []
+    delivery = make_delivery(client, FakeClock(), delays, retry_base=60.0, retry_max=60.0)
+    forever = asyncio.Event()
+
+    async def long_sleep(seconds: float) -> None:
+        delays.append(seconds)
+        await forever.wait()  # the backoff would outlast the test
+
+    delivery._sleep = long_sleep
+    kcp.answer(503)  # the first attempt fails; the KCP is fine afterwards
+    delivery.start()
+    delivery.submit(PATH, event_body())
+    await eventually(lambda: delivery.queue.parked == 1, what="the event parked")
+    assert delivery.submit(PATH, event_body()) is Offer.COALESCED
+    await eventually(lambda: len(kcp.received) == 1, what="the nudged attempt")
+    assert len(kcp.attempts) == 2 and len(delays) == 1
+    assert delivery._metrics.value("watcher_events_delivered_total") == 1
+    await delivery.drain(1.0)

@@ -92,7 +92,7 @@ class KymaCertificates:
         self.api = api
         self.cas = cas
         self._issue = issue
-        self.pinned = frozenset(pinned)
+        self.pinned: set[str] = set(pinned)
         self.metrics = metrics or KlmMetrics()
         self._clock = clock
         self._known: set[str] = set()
@@ -107,6 +107,13 @@ class KymaCertificates:
         """Every certificate issued so far now predates ``caAddedToBundleAt``."""
         for kyma in self._known - self.pinned:
             self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+
+    def pin(self, kyma: str) -> None:
+        """Keep ``kyma``'s certificate as next issued (a fault's broken one)."""
+        self.pinned.add(kyma)
+
+    def unpin(self, kyma: str) -> None:
+        self.pinned.discard(kyma)
 
     def renew(self, kyma: str) -> None:
         """Issue ``kyma``'s certificate again at its next :meth:`ensure` (``cmctl renew``)."""

@@ -113,6 +113,17 @@ class RuntimeWatcher(Protocol):
         ...
 
 
+class HealthProbe(Protocol):
+    """Watcher health (:class:`~harness.kcp.lifecycle_manager.watcher_health.WatcherHealth`):
+    a runtime is probed once its watcher is installed; its condition goes into the status."""
+
+    def watch(self, kyma: Obj) -> None: ...
+
+    def forget(self, kyma: Obj) -> None: ...
+
+    def condition(self, kyma: Obj) -> Mapping[str, Any] | None: ...
+
+
 def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
@@ -149,13 +160,16 @@ class KymaReconcile:
         skrs: SkrClients,
         *,
         watcher: RuntimeWatcher | None = None,
+        health: HealthProbe | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``watcher``: deploys the Runtime Watcher into a Kyma's SKR; ``None`` leaves
-        the watcher alone (no ``SKRWebhook`` condition)."""
+        the watcher alone (no ``SKRWebhook`` condition). ``health``: probes each runtime
+        whose watcher is installed (condition ``WatcherHealth``)."""
         self.kcp = kcp_api
         self.skrs = skrs
         self.watcher = watcher
+        self.health = health
         self.clock = clock
         self._prepared: dict[str, ApiClient] = {}
         """Kyma → the SKR client whose CRDs and namespace are in place."""
@@ -190,6 +204,8 @@ class KymaReconcile:
                 webhook_installed = True
                 if changed:
                     logger.info("reconcile of %s: watcher %s", key, ", ".join(changed))
+                if self.health is not None:
+                    self.health.watch(kyma)
         except (SkrAccessError, KubeError, HarnessError) as exc:
             failures.append(str(exc))
             logger.info("reconcile of %s: %s", key, exc)
@@ -199,6 +215,7 @@ class KymaReconcile:
             catalog_synced=catalog_synced,
             webhook_installed=webhook_installed,
             failures=failures,
+            extra_conditions=self._health_conditions(kyma),
             at=self.clock(),
         )
         await self._write_status(self.kcp, kyma, status)
@@ -209,6 +226,10 @@ class KymaReconcile:
                 logger.info("reconcile of %s: SKR Kyma status not written: %s", key, exc)
                 return Outcome.ERROR
         return _OUTCOMES[status["state"]]
+
+    def _health_conditions(self, kyma: Obj) -> list[Mapping[str, Any]]:
+        condition = self.health.condition(kyma) if self.health is not None else None
+        return [condition] if condition is not None else []
 
     # steps -----------------------------------------------------------------------------
 
@@ -314,6 +335,8 @@ class KymaReconcile:
         """The finalizer's work: Manifests, the SKR's Kyma and catalog copies, the finalizer."""
         meta = _meta(kyma)
         name = meta["name"]
+        if self.health is not None:
+            self.health.forget(kyma)
         for manifest in await self._manifests_of(name):
             await delete(self.kcp, MANIFESTS, _meta(manifest)["name"], KCP_NAMESPACE)
         try:

@@ -70,6 +70,13 @@ class SkrClients:
         self._clients[kyma] = (version, client)
         return client
 
+    async def cached(self, kyma: str) -> ApiClient:
+        """The client last built for ``kyma`` without re-reading its Secret (a heartbeat a
+        minute per Kyma need not cost a KCP read each); :meth:`client` when there is none.
+        Callers go back to :meth:`client` after a failure, which picks up a new Secret."""
+        cached = self._clients.get(kyma)
+        return cached[1] if cached is not None else await self.client(kyma)
+
     async def forget(self, kyma: str) -> None:
         cached = self._clients.pop(kyma, None)
         if cached is not None:

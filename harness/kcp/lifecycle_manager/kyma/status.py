@@ -92,11 +92,13 @@ def kyma_status(
     catalog_synced: bool,
     webhook_installed: bool | None = None,
     failures: Sequence[str] = (),
+    extra_conditions: Sequence[Obj] = (),
     at: float,
 ) -> dict[str, Any]:
     """The status to write (both Kymas), keeping times where nothing changed.
     ``webhook_installed``: the Runtime Watcher's state in the SKR (``None``: not managed
-    by this reconcile, no ``SKRWebhook`` condition)."""
+    by this reconcile, no ``SKRWebhook`` condition). ``extra_conditions`` are appended as
+    they are (``WatcherHealth``: informational, the state does not follow it)."""
     previous = previous or {}
     now = timestamp(at)
     state = aggregate(entries, failures)
@@ -133,6 +135,7 @@ def kyma_status(
                 now,
             )
         )
+    conditions.extend(dict(c) for c in extra_conditions)
     operation = "; ".join(failures) if failures else f"kyma is {state.lower()}"
     last = previous.get("lastOperation") or {}
     when = last.get("lastUpdateTime") if last.get("operation") == operation else None

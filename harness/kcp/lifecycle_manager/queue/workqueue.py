@@ -31,6 +31,8 @@ class Trigger(StrEnum):
     KYMA_CHANGED = "kyma-changed"  # its generation (spec) or labels changed
     MANIFEST_CHANGED = "manifest-changed"  # one of its Manifests changed state or went away
     CERTIFICATE_RENEWED = "certificate-renewed"  # the harness renewed its certificate (a fault)
+    WATCHER_HEALTH = "watcher-health"  # its watcher's health changed (condition, repair)
+    WATCHER_RECOVERED = "watcher-recovered"  # its watcher works again: catch up what it missed
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,201 @@
+"""KLM's watcher health: every Kyma whose Runtime Watcher is installed is probed.
+
+The product's :class:`~watcher.health.monitor.HealthMonitor` does the judging; this is the
+Lifecycle Manager's use of it, shaped like its other controllers:
+
+* **membership** comes from the Kyma reconcile: once its watcher step installed the
+  watcher, :meth:`WatcherHealth.watch` adds the runtime (idempotent), and the status step
+  writes the ``WatcherHealth`` condition from :meth:`condition`; deleting the Kyma
+  :meth:`forget`\\ s it;
+* **heartbeats** are server-side applies of ``kyma-system/watcher-health-heartbeat`` into
+  the SKR, through the same kubeconfig Secret the reconcile uses;
+* **echoes** arrive at the ``watcher-health`` listener (Service
+  ``watcher-health-events.kcp-system:8083``, the health Watcher's ``serviceInfo``), behind
+  the same gateway and with the same verify hooks as KLM's own listener; a refusal with a
+  known runtime (SAN mismatch, ...) is evidence for that runtime;
+* **transitions** enqueue the runtime's Kyma: ``watcher-recovered`` on the way back to
+  Healthy — the catch-up reconcile that acts on what the watcher missed — and
+  ``watcher-health`` on any other change, which writes the condition and re-installs the
+  watcher (a deleted configuration is repaired by it).
+
+Condition ``WatcherHealth`` (type, status, reason, message, lastTransitionTime):
+``True``/``HeartbeatReceived`` when Healthy; ``False`` with the evidence's reason
+(``NoEvent``, ``SkrWriteFailed``, ``EventRefused``, ``SlowRoundTrip``) when Degraded or
+Broken; ``Unknown``/``NoHeartbeatYet`` before the first echo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Final, Self
+
+from harness.kcp.lifecycle_manager.events import ListenerHost
+from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
+from harness.kcp.lifecycle_manager.queue.reconciler import Reconciler
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
+from harness.kube import CONFIG_MAPS, KubeError, apply
+from watcher.domain import RUNTIME_ID_LABEL
+from watcher.health.heartbeat import DEFAULT_SERVICE, MANAGER, heartbeat_configmap, is_heartbeat
+from watcher.health.metrics import HealthMetrics
+from watcher.health.monitor import HealthMonitor, HeartbeatWriteError
+from watcher.health.state import Policy, Reason, RuntimeHealth, State
+from watcher.listener import ListenerConfig, ListenerEvent
+
+logger = logging.getLogger("harness.kcp.lifecycle_manager.watcher_health")
+
+CONDITION_TYPE: Final = "WatcherHealth"
+SERVICE: Final = DEFAULT_SERVICE
+
+_EXPLAINED: Final = {
+    Reason.NO_HEARTBEAT_YET: "no heartbeat has come back yet",
+    Reason.HEARTBEAT_RECEIVED: "heartbeats come back through webhook, gateway and listener",
+    Reason.SLOW_ROUND_TRIP: "heartbeats come back, but slowly",
+    Reason.NO_EVENT: (
+        "heartbeats are written to the SKR but no event comes back (webhook, its "
+        "configuration, certificate, network, gateway or route)"
+    ),
+    Reason.SKR_WRITE_FAILED: "heartbeats cannot be written to the SKR",
+    Reason.EVENT_REFUSED: "the listener refuses the runtime's events",
+}
+
+
+def health_condition(health: RuntimeHealth, since: float) -> dict[str, Any]:
+    """The Kyma condition for ``health``, last changed at ``since`` (epoch seconds)."""
+    status = {State.HEALTHY: "True", State.UNKNOWN: "Unknown"}.get(health.state, "False")
+    message = _EXPLAINED[health.reason]
+    if health.state in (State.DEGRADED, State.BROKEN):
+        message = f"{health.state.value}: {message}" + (
+            f" ({health.detail})" if health.detail else ""
+        )
+    when = dt.datetime.fromtimestamp(since, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "type": CONDITION_TYPE,
+        "status": status,
+        "reason": health.reason.value,
+        "message": message,
+        "lastTransitionTime": when,
+    }
+
+
+def _write_failure(exc: Exception) -> str:
+    """A short, bounded reason for a failed heartbeat write (a metric label)."""
+    if isinstance(exc, SkrAccessError):
+        return "no SKR access"
+    if isinstance(exc, KubeError):
+        if exc.status:
+            return f"{exc.status} {exc.reason}".strip()
+        return "unreachable" if not exc.reached else "no answer"
+    return type(exc).__name__
+
+
+class WatcherHealth:
+    """``async with WatcherHealth(skrs, reconciler, policy=..., listener_config=...)``."""
+
+    def __init__(
+        self,
+        skrs: SkrClients,
+        reconciler: Reconciler,
+        *,
+        policy: Policy,
+        listener_config: ListenerConfig,
+        metrics: HealthMetrics | None = None,
+    ) -> None:
+        if listener_config.component != MANAGER:
+            raise ValueError(f"the health listener's component must be {MANAGER!r}")
+        self._skrs = skrs
+        self._reconciler = reconciler
+        self.monitor = HealthMonitor(self._write, policy=policy, metrics=metrics)
+        self.monitor.on_transition.append(self._transition)
+        config = dataclasses.replace(
+            listener_config,
+            rejection_observers=(*listener_config.rejection_observers, self.monitor.refused),
+        )
+        self.host = ListenerHost(config, self._event)
+        self._kymas: dict[str, str] = {}
+        """runtime id → its Kyma's key (``kcp-system/<name>``)."""
+        self._doubtful: set[str] = set()
+        """Kymas whose last heartbeat write failed: the next one re-reads the kubeconfig."""
+        self._stack: AsyncExitStack | None = None
+
+    # the reconcile's side ----------------------------------------------------------------
+
+    def watch(self, kyma: Mapping[str, Any]) -> None:
+        """The Kyma's watcher is installed: probe its runtime (again: nothing changes)."""
+        meta = kyma.get("metadata") or {}
+        runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
+        if not runtime_id:
+            return
+        self._kymas[runtime_id] = f"{meta['namespace']}/{meta['name']}"
+        self.monitor.add(runtime_id)
+
+    def forget(self, kyma: Mapping[str, Any]) -> None:
+        meta = kyma.get("metadata") or {}
+        runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
+        if runtime_id and self._kymas.get(runtime_id) == f"{meta['namespace']}/{meta['name']}":
+            del self._kymas[runtime_id]
+            self.monitor.remove(runtime_id)
+
+    def condition(self, kyma: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The Kyma's ``WatcherHealth`` condition (None: its runtime is not probed)."""
+        runtime_id = ((kyma.get("metadata") or {}).get("labels") or {}).get(RUNTIME_ID_LABEL)
+        status = self.monitor.status(runtime_id) if runtime_id else None
+        return health_condition(status.health, status.since) if status else None
+
+    # heartbeats out, echoes in -----------------------------------------------------------
+
+    async def _write(self, runtime_id: str, seq: int) -> None:
+        key = self._kymas.get(runtime_id)
+        if key is None:
+            raise HeartbeatWriteError("no Kyma")
+        name = key.partition("/")[2]
+        sent_at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        try:
+            if name in self._doubtful:
+                skr = await self._skrs.client(name)
+            else:
+                skr = await self._skrs.cached(name)
+            await apply(skr, CONFIG_MAPS, heartbeat_configmap(seq, sent_at), field_manager=MANAGER)
+        except (SkrAccessError, KubeError) as exc:
+            self._doubtful.add(name)
+            raise HeartbeatWriteError(_write_failure(exc)) from exc
+        self._doubtful.discard(name)
+
+    async def _event(self, event: ListenerEvent) -> None:
+        if is_heartbeat(event.event):
+            self.monitor.echo(event.runtime_id)
+
+    def _transition(self, runtime_id: str, before: RuntimeHealth, after: RuntimeHealth) -> None:
+        key = self._kymas.get(runtime_id)
+        if key is None:
+            return
+        trigger = Trigger.WATCHER_RECOVERED if after.recovered else Trigger.WATCHER_HEALTH
+        if after.recovered:
+            logger.info("watcher of %s works again: reconciling it to catch up", key)
+        self._reconciler.enqueue(key, trigger)
+
+    # lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self.host)
+            await stack.enter_async_context(self.monitor)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+
+__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "health_condition"]

@@ -83,6 +83,12 @@ async def _cost(ctx: BenchContext) -> BenchResult:
     return await run_cost(ctx)
 
 
+async def _health(ctx: BenchContext) -> BenchResult:
+    from harness.bench.health import run_health
+
+    return await run_health(ctx)
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("admission", "1. Admission latency vs KCP health", 300, _admission),
     Benchmark("e2e", "2. End-to-end latency", 240, _e2e),
@@ -90,6 +96,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("scale", "4. Gateway + listener scale", 300, _scale),
     Benchmark("requeue", "5. Requeue economics (simulated time)", 60, _requeue),
     Benchmark("cost", "6. Harness cost", 240, _cost),
+    Benchmark("health", "7. Watcher health cost", 180, _health),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
 

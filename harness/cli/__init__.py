@@ -1,8 +1,9 @@
 """``watcher-harness``: the harness's command line.
 
 ``run`` runs scenarios and writes reports; ``up`` keeps an environment running for manual
-exploration; ``validate`` checks scenario files; ``list`` shows the scenarios; ``render``
-writes the installable SKR and KCP manifests. One module per command group.
+exploration (``health`` prints its watcher-health table); ``validate`` checks scenario
+files; ``list`` shows the scenarios; ``render`` writes the installable SKR and KCP
+manifests. One module per command group.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from harness.cli import render, run, scenarios, up
+from harness.cli import health, render, run, scenarios, up
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="watcher-harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     up.register(sub)
+    health.register(sub)
     scenarios.register(sub)
     run.register(sub)
     render.register(sub)

@@ -21,7 +21,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,22 +49,55 @@ def state_file(name: str) -> Path:
     return state_dir() / f"{name}.json"
 
 
-def _spec(count: int) -> EnvironmentSpec:
+def _spec(count: int, health_interval: float) -> EnvironmentSpec:
     from harness.environment import EnvironmentSpec, SkrSpec
+    from watcher.health.state import Policy
 
     letters = "abcdefghij"
+    health = (
+        Policy(interval=health_interval, timeout=min(5.0, health_interval / 2))
+        if health_interval > 0
+        else None
+    )
     return EnvironmentSpec(
         skrs=tuple(
             SkrSpec(f"skr-{c}", f"runtime-{c}", f"skr-{c}.kyma.example.com")
             for c in letters[:count]
-        )
+        ),
+        health=health,
     )
 
 
-def describe(env: WatcherEnvironment, name: str) -> dict[str, Any]:
+@asynccontextmanager
+async def metrics_server(env: WatcherEnvironment) -> AsyncIterator[str]:
+    """KLM's metrics (``lifecycle_mgr_*``, ``watcher_health_*``) over HTTP on a free
+    loopback port, for ``watcher-harness health`` or any scraper; the URL."""
+    from aiohttp import web
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    async def serve(request: web.Request) -> web.Response:
+        body = generate_latest(env.klm.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/metrics", serve)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        yield f"http://127.0.0.1:{port}/metrics"
+    finally:
+        await runner.cleanup()
+
+
+def describe(env: WatcherEnvironment, name: str, klm_metrics: str | None = None) -> dict[str, Any]:
     """What a user needs to reach the environment (also the state file's content)."""
     klm = env.klm.listener
     return {
+        "klm_metrics": klm_metrics,
+        "watcher_health": env.health is not None,
         "name": name,
         "pid": os.getpid(),
         "startup_seconds": round(env.clusters.startup_seconds, 2),
@@ -89,6 +123,10 @@ def print_state(state: dict[str, Any]) -> None:
     print(f"gateway   {state['gateway']} (admin {state['gateway_admin']})")
     if state["klm_listener"]:
         print(f"KLM listener {state['klm_listener']}")
+    if state.get("klm_metrics"):
+        print(f"KLM metrics  {state['klm_metrics']}")
+    if state.get("watcher_health"):
+        print(f"watcher health: `watcher-harness health {state['name']}` prints the table")
     for skr, hook in state["webhooks"].items():
         print(f"webhook {skr}: {hook['url']} metrics {hook['metrics']}")
 
@@ -97,6 +135,7 @@ def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
     """One line per event the Lifecycle Manager receives and per reconcile it runs, so a
     user who changes an SKR Kyma with kubectl sees the flow they caused."""
     from harness.kcp.lifecycle_manager.queue.reconciler import Reconcile
+    from watcher.health.state import RuntimeHealth
     from watcher.listener import ListenerEvent
 
     def clock(at: float) -> str:
@@ -111,11 +150,20 @@ def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
         took = f"{r.duration * 1000:.0f} ms"
         write(f"{clock(r.at)} reconcile  {r.kyma} ({triggers}) → {r.outcome.value}, {took}")
 
+    def health(runtime_id: str, before: RuntimeHealth, after: RuntimeHealth) -> None:
+        detail = f": {after.detail}" if after.detail else ""
+        write(
+            f"{clock(time.time())} health     {runtime_id}: {before.state.value} → "
+            f"{after.state.value} ({after.reason.value}{detail})"
+        )
+
     env.klm.observers.append(event)
     env.klm.reconciler.observers.append(reconcile)
+    if env.health is not None:
+        env.health.monitor.on_transition.append(health)
 
 
-async def up(count: int, name: str, *, live: bool = True) -> None:
+async def up(count: int, name: str, *, live: bool = True, health_interval: float = 10.0) -> None:
     from harness.environment import watcher_environment
 
     path = state_file(name)
@@ -128,8 +176,11 @@ async def up(count: int, name: str, *, live: bool = True) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with watcher_environment(_spec(count)) as env:
-        state = describe(env, name)
+    async with (
+        watcher_environment(_spec(count, health_interval)) as env,
+        metrics_server(env) as klm_metrics,
+    ):
+        state = describe(env, name, klm_metrics)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(state, indent=2) + "\n")
         try:
@@ -153,12 +204,15 @@ def _owner_alive(state: dict[str, Any]) -> bool:
     return b"harness.cli" in cmdline and b"up" in cmdline
 
 
-def detach(count: int, name: str) -> int:
+def detach(count: int, name: str, health_interval: float) -> int:
     """Start ``up`` in its own session; return once it is ready (or say why not)."""
     path = state_file(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     log = path.with_suffix(".log")
-    argv = [sys.executable, "-m", "harness.cli", "up", "--skrs", str(count), "--name", name]
+    argv = [
+        *(sys.executable, "-m", "harness.cli", "up", "--skrs", str(count), "--name", name),
+        *("--health-interval", f"{health_interval:g}"),
+    ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             argv,
@@ -233,6 +287,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_up.add_argument(
         "--quiet", action="store_true", help="no live lines for events and reconciles"
     )
+    p_up.add_argument(
+        "--health-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="watcher-health heartbeat interval (default 10; 0: off; docs/health.md)",
+    )
     p_up.set_defaults(func=run)
     p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
     p_down.add_argument("name", nargs="?", default="default")
@@ -248,9 +309,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"watcher-harness: --name: {exc}", file=sys.stderr)
         return 2
     if args.detach:
-        return detach(args.skrs, args.name)
+        return detach(args.skrs, args.name, args.health_interval)
     try:
-        asyncio.run(up(args.skrs, args.name, live=not args.quiet))
+        asyncio.run(
+            up(args.skrs, args.name, live=not args.quiet, health_interval=args.health_interval)
+        )
     except (HarnessError, WatcherError) as exc:
         print(f"watcher-harness: {exc}", file=sys.stderr)
         return 1

@@ -452,6 +452,7 @@ async def watcher_environment(
             workdir=workdir,
             stack=stack,
             mesh=mesh,
+            health=health,
         )
         env.listeners[KLM_COMPONENT] = klm.host
         if health is not None:

@@ -32,6 +32,7 @@ from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
+from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
 from harness.kube import (
     KYMAS,
     VIRTUAL_SERVICES,
@@ -84,6 +85,8 @@ class WatcherEnvironment:
     log: EventLog = field(default_factory=EventLog)
     listeners: dict[str, ListenerHost] = field(default_factory=dict)
     """Every manager's listener by component, KLM's (``lifecycle-manager``) included."""
+    health: WatcherHealth | None = None
+    """KLM's watcher health (``spec.health``; None: off)."""
     mesh: GatewayMesh | None = None
     """Gateway → listener mTLS (``None``: the plain-HTTP opt-out, ``upstream_mtls=False``)."""
 

@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--note", action="append", default=[], help="a line for the report's notes (repeatable)"
     )
     p.add_argument("--log-dir", type=Path, default=default.log_dir)
+    p.add_argument(
+        "--health-interval",
+        type=float,
+        default=default.health_interval or 0.0,
+        help="watcher-health heartbeat interval in seconds (0: off); an alarm fails the run",
+    )
     return p
 
 
@@ -58,6 +64,7 @@ def config_from(args: argparse.Namespace) -> SoakConfig:
         min_warmup=args.min_warmup,
         settle=args.settle,
         log_dir=args.log_dir,
+        health_interval=args.health_interval or None,
         thresholds=Thresholds(),
     )
 

@@ -20,7 +20,7 @@ import dataclasses
 import os
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from harness.soak.model import (
 from harness.soak.progress import SoakProgress
 from harness.soak.sampler import Sampler, Target, command_name
 from watcher.domain import WATCHED_BY_LABEL
+from watcher.health.state import Policy, RuntimeHealth, State
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict
 
 SOAK_LABEL = "harness.kyma-project.io/soak"
@@ -79,6 +80,10 @@ class SoakConfig:
     interval: float = 2.0
     min_warmup: float = 60.0
     settle: float = 30.0
+    health_interval: float | None = 10.0
+    """Watcher health's heartbeat interval during the soak (None: off); a runtime that
+    leaves Healthy under churn is a false alarm and fails the run."""
+    health_timeout: float = 2.0
     log_dir: Path = Path("reports/soak/logs")
     thresholds: Thresholds = field(default_factory=Thresholds)
 
@@ -256,6 +261,34 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _false_alarms(alarms: list[str]) -> Callable[[str, RuntimeHealth, RuntimeHealth], None]:
+    """A transition callback noting every runtime that leaves Healthy (or Unknown) for
+    Degraded or Broken: under churn alone, with every part up, that is a false alarm."""
+
+    def note(runtime_id: str, before: RuntimeHealth, after: RuntimeHealth) -> None:
+        if after.state in (State.DEGRADED, State.BROKEN):
+            alarms.append(f"{runtime_id}: {after.state.value} ({after.reason.value})")
+
+    return note
+
+
+def _health_criterion(env: WatcherEnvironment, alarms: Sequence[str]) -> Criterion | None:
+    if env.health is None:
+        return None
+    monitor = env.health.monitor
+    statuses = monitor.snapshot()
+    healthy = sum(1 for s in statuses if s.health.state is State.HEALTHY)
+    echoes = int(monitor.metrics.value("watcher_health_echoes_total"))
+    return Criterion(
+        "watcher health: no false alarm",
+        not alarms and healthy == len(statuses) > 0,
+        "no runtime Degraded or Broken under churn; every runtime Healthy at the end",
+        f"{len(alarms)} alarm(s){': ' + '; '.join(alarms[:5]) if alarms else ''}; "
+        f"{healthy}/{len(statuses)} Healthy, {echoes} heartbeats echoed "
+        f"(interval {monitor.policy.interval:g} s)",
+    )
+
+
 async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> SoakResult:
     """Run one soak (see the module doc) and judge it."""
     progress = progress or SoakProgress()
@@ -263,8 +296,16 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
     plan = make_plan(config.churn_spec())
     started_at = time.time()
     progress.phase(f"starting KCP + {config.skrs} SKRs, gateway, listeners")
-    spec = EnvironmentSpec(skrs=config.skr_specs, log_dir=config.log_dir)
+    health = (
+        Policy(interval=config.health_interval, timeout=config.health_timeout)
+        if config.health_interval
+        else None
+    )
+    spec = EnvironmentSpec(skrs=config.skr_specs, log_dir=config.log_dir, health=health)
+    alarms: list[str] = []
     async with watcher_environment(spec) as env:
+        if env.health is not None:
+            env.health.monitor.on_transition.append(_false_alarms(alarms))
         ext_log = config.log_dir / f"watcher-listener-{CONFIG_MANAGER}.log"
         tls = listener_tls(env, CONFIG_MANAGER)
         async with ExternalListener(CONFIG_MANAGER, ext_log, tls=tls) as ext:
@@ -312,6 +353,7 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
             truth = ground_truth(run.executed, rules(), {s.name: s.runtime_id for s in spec.skrs})
             result = await settle(truth, env, ext, churn_start, config.settle)
             events = len(all_received(env, ext, churn_start)) - result.ignored
+            health_verdict = _health_criterion(env, alarms)
     samples = tuple(sampler.samples)
     growths = tuple(growth(samples, windows, t.name, t.role) for t in found)
     oracle = oracle_counts(len(plan), run, truth, result, events)
@@ -319,6 +361,8 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
     criteria = decide(
         oracle, growths, target_rate=config.rate, achieved=achieved, thresholds=config.thresholds
     )
+    if health_verdict is not None:
+        criteria = (*criteria, health_verdict)
     return SoakResult(
         config=config,
         started_at=started_at,

@@ -15,7 +15,6 @@ import urllib.request
 from typing import TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
-from rich.console import Console
 
 from watcher.health.state import State
 from watcher.health.table import SEVERITY, HealthRow, Sample, render, rows_from_samples, worst
@@ -84,7 +83,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.json:
         print(_as_json(rows), file=stdout)
     else:
-        Console(file=stdout, width=140).print(render(rows))
+        print(render(rows), file=stdout)
     threshold = FAIL_ON.get(args.fail_on)
     bad = worst(rows)
     if threshold is not None and bad is not None and SEVERITY[bad] >= SEVERITY[threshold]:

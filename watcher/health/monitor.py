@@ -256,8 +256,10 @@ class HealthMonitor:
             if runtime is not None and runtime.next_send == at:  # else superseded
                 self._send(runtime_id, runtime, now)
         while self._deadlines and self._deadlines[0][0] <= now:
-            _, runtime_id = heapq.heappop(self._deadlines)
-            self._apply(runtime_id, None)
+            at, runtime_id = heapq.heappop(self._deadlines)
+            runtime = self._runtimes.get(runtime_id)
+            if runtime is not None and next_deadline(runtime.health, self.policy) == at:
+                self._apply(runtime_id, None)  # else answered (or superseded) meanwhile
 
     async def _run(self) -> None:
         while True:

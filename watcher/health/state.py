@@ -198,7 +198,7 @@ def tick(health: RuntimeHealth, now: float, policy: Policy) -> RuntimeHealth:
     """``health`` at ``now``: heartbeats past their deadline without an echo are missed."""
     overdue = [p for p in health.pending if policy.deadline(p[1]) <= now]
     if not overdue:
-        return dataclasses.replace(health, recovered=False)
+        return dataclasses.replace(health, recovered=False) if health.recovered else health
     changed = dataclasses.replace(
         health,
         misses=health.misses + len(overdue),

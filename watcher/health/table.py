@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rich.table import Table
-
 from watcher.health.state import State
 
 Sample = tuple[str, Mapping[str, str], float]
@@ -76,23 +74,30 @@ def _seconds(value: float | None, unit: str = "s") -> str:
     return f"{value * 1000:.0f} ms" if unit == "ms" else f"{value:.1f} s"
 
 
-def render(rows: Sequence[HealthRow], title: str = "watcher health") -> Table:
+def render(rows: Sequence[HealthRow], title: str = "watcher health") -> str:
+    """A plain-text table (the product image carries no terminal-UI library)."""
     counts = {s: sum(1 for r in rows if r.state is s) for s in State}
     summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
-    table = Table(title=f"{title}: {len(rows)} runtimes ({summary or 'none'})")
-    for column in ("runtime", "state", "reason", "detail", "last echo", "round trip", "misses"):
-        table.add_column(column, justify="right" if column in ("misses",) else "left")
-    for r in rows:
-        table.add_row(
+    header = ("RUNTIME", "STATE", "REASON", "DETAIL", "LAST ECHO", "ROUND TRIP", "MISSES")
+    body = [
+        (
             r.runtime_id,
-            f"[{_STYLE[r.state]}]{r.state.value}[/]",
+            r.state.value,
             r.reason,
             r.detail or "-",
             f"{_seconds(r.age)} ago" if r.age is not None else "-",
             _seconds(r.round_trip, "ms"),
             str(r.misses),
         )
-    return table
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in (header, *body)) for i in range(len(header))]
+    lines = [f"{title}: {len(rows)} runtimes ({summary or 'none'})"]
+    lines += [
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in (header, *body)
+    ]
+    return "\n".join(lines)
 
 
 __all__ = ["SEVERITY", "HealthRow", "Sample", "render", "rows_from_samples", "worst"]

@@ -159,7 +159,9 @@ class WatcherHealth:
                 skr = await self._skrs.client(name)
             else:
                 skr = await self._skrs.cached(name)
-            await apply(skr, CONFIG_MAPS, heartbeat_configmap(seq, sent_at), field_manager=MANAGER)
+            # the harness's field manager, as every write of this stand-in: a shared
+            # cluster's clean-up (harness.clusters.ownership) then knows it is the run's
+            await apply(skr, CONFIG_MAPS, heartbeat_configmap(seq, sent_at))
         except (SkrAccessError, KubeError) as exc:
             self._doubtful.add(name)
             raise HeartbeatWriteError(_write_failure(exc)) from exc

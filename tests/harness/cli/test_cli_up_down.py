@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,11 @@ def test_down_never_signals_a_pid_that_is_not_ours(capsys: pytest.CaptureFixture
         sleeper.wait()
 
 
+def test_health_without_environment_says_what_to_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["health", "nothing-here"]) == 2
+    assert "`watcher-harness up --detach` starts one" in capsys.readouterr().err
+
+
 def test_bad_name_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["up", "--name", "Not_A_Label", "--detach"]) == 2
     assert "DNS label" in capsys.readouterr().err
@@ -66,7 +72,7 @@ def test_detach_then_down_leaves_nothing_running() -> None:
     cli = [sys.executable, "-m", "harness.cli"]
     env = dict(os.environ)
     up = subprocess.run(
-        [*cli, "up", "--detach", "--skrs", "1", "--name", "e2e-updown"],
+        [*cli, "up", "--detach", "--skrs", "1", "--name", "e2e-updown", "--health-interval", "2"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -77,6 +83,17 @@ def test_detach_then_down_leaves_nothing_running() -> None:
     state = json.loads(state_file("e2e-updown").read_text())
     assert set(state["kubeconfigs"]) == {"kcp", "skr-a"}
     assert all(Path(p).is_file() for p in state["kubeconfigs"].values())
+    health = [*cli, "health", "e2e-updown", "--json", "--fail-on", "never"]
+    deadline = time.monotonic() + 30
+    rows: list[dict[str, object]] = []
+    while time.monotonic() < deadline:  # the first heartbeat comes at its phase (≤ 2 s)
+        answer = subprocess.run(health, capture_output=True, text=True, timeout=60, check=False)
+        assert answer.returncode in (0, 2), answer.stderr
+        rows = json.loads(answer.stdout) if answer.returncode == 0 else []
+        if rows and rows[0]["state"] == "Healthy":
+            break
+        time.sleep(0.5)
+    assert [(r["runtimeId"], r["state"]) for r in rows] == [("runtime-a", "Healthy")]
     down = subprocess.run(
         [*cli, "down", "e2e-updown"],
         capture_output=True,

@@ -47,6 +47,7 @@ from watcher.listener.stream import EventStream, ListenerEvent
 from watcher.listener.verify import Rejection, VerifyHook, VerifyRequest
 from watcher.listener.xfcc import XFCC_HEADER, certificate_from_xfcc
 from watcher.model import WatchEvent, decode_event
+from watcher.serverheader import without_server_header
 
 logger = logging.getLogger("watcher.listener")
 
@@ -336,6 +337,7 @@ class EventHandler:
                 await hook(verify_request)
             except VerificationFailed as exc:
                 self._metrics.verification_failed.labels(exc.category).inc()
+                self._metrics.failed_verification.labels(m.SERVER_NAME, request.path).inc()
                 return self._reject(
                     request,
                     403,
@@ -409,6 +411,7 @@ def build_app(
     async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         status = 500
+        metrics.inflight.inc()
         try:
             try:
                 response = await handler(request)
@@ -419,8 +422,15 @@ def build_app(
             status = response.status
             return response
         finally:
-            metrics.requests.labels(str(status)).inc()
-            metrics.duration.observe(time.perf_counter() - start)
+            took = time.perf_counter() - start
+            metrics.inflight.dec()
+            metrics.requests.labels(m.SERVER_NAME, str(status)).inc()
+            metrics.duration.observe(took)
+            metrics.last_duration.set(took)
+            if status >= 400:
+                metrics.request_errors.inc()
+            if status == 413:
+                metrics.too_large.inc()
 
     async def serve_metrics(request: web.Request) -> web.Response:
         return web.Response(
@@ -447,7 +457,7 @@ def build_app(
         request.writer.output_size = 0  # the answer proper has not started yet
         return None
 
-    app = web.Application(middlewares=[observe])
+    app = without_server_header(web.Application(middlewares=[observe]))
     app.router.add_route(
         "*",
         "/{version:[^/]+}/" + config.component + "/event",

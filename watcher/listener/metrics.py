@@ -2,6 +2,16 @@
 
 Several listeners run in one process during tests (and could in an operator), so nothing
 goes to prometheus-client's global registry.
+
+Upstream's listener metrics are here under their names, each labelled
+``server_name="listener"`` as upstream labels them, so a dashboard built on upstream's
+listener reads ours: ``watcher_listener_requests_total`` (ours also carries ``code``),
+``watcher_listener_request_duration`` (gauge: the last request's seconds),
+``watcher_listener_request_errors_total`` (answers ≥ 400),
+``watcher_listener_inflight_requests``,
+``watcher_listener_exceeding_size_limit_requests_total`` (413) and
+``watcher_listener_failed_verification_requests_total{request_uri_label}`` (403 from a
+verify hook). The rest are ours. As upstream's Go client, no ``*_created`` samples.
 """
 
 from __future__ import annotations
@@ -9,6 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from watcher.exposition import UpstreamExposition
+
+SERVER_NAME = "listener"
+"""Upstream's ``server_name`` label value on its listener metrics."""
 
 # Request-level rejection reasons (label values of ``rejected_total``).
 REJECT_BODY_TOO_LARGE = "body-too-large"
@@ -35,7 +50,37 @@ class ListenerMetrics:
         self.requests = Counter(
             "watcher_listener_requests",
             "HTTP requests answered, by status code.",
-            ["code"],
+            ["server_name", "code"],
+            registry=self.registry,
+        )
+        self.last_duration = Gauge(
+            "watcher_listener_request_duration",
+            "Seconds the last request took (upstream's gauge).",
+            ["server_name"],
+            registry=self.registry,
+        ).labels(SERVER_NAME)
+        self.request_errors = Counter(
+            "watcher_listener_request_errors",
+            "Requests answered with an error (status 400 or above).",
+            ["server_name"],
+            registry=self.registry,
+        ).labels(SERVER_NAME)
+        self.inflight = Gauge(
+            "watcher_listener_inflight_requests",
+            "Requests being answered right now.",
+            ["server_name"],
+            registry=self.registry,
+        ).labels(SERVER_NAME)
+        self.too_large = Counter(
+            "watcher_listener_exceeding_size_limit_requests",
+            "Requests refused for a body over the size limit (413).",
+            ["server_name"],
+            registry=self.registry,
+        ).labels(SERVER_NAME)
+        self.failed_verification = Counter(
+            "watcher_listener_failed_verification_requests",
+            "Requests a verify hook refused (403), by request path.",
+            ["server_name", "request_uri_label"],
             registry=self.registry,
         )
         self.accepted = Counter(
@@ -79,10 +124,16 @@ class ListenerMetrics:
         waiting_gauge.set_function(lambda: float(waiting()))
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
-        """A sample's current value (0 when never observed); for tests and health checks."""
-        sample = self.registry.get_sample_value(name, labels or {})
-        return 0.0 if sample is None else sample
+        """A sample's current value (0 when never observed), summed over the labels not
+        given; for tests and health checks."""
+        wanted = labels or {}
+        return sum(
+            sample.value
+            for family in self.registry.collect()
+            for sample in family.samples
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in wanted.items())
+        )
 
     def exposition(self) -> bytes:
-        """The registry in Prometheus text format."""
-        return generate_latest(self.registry)
+        """The registry in Prometheus text format (without ``*_created``, as upstream)."""
+        return generate_latest(UpstreamExposition(self.registry))

@@ -27,6 +27,7 @@ from watcher.decide import KCP_REQUEST_FAILED, Reason, decide_request
 from watcher.errors import InvalidAdmissionReview
 from watcher.model import Contract, admission_response, encode_event, parse_admission_review
 from watcher.paths import event_path, validate_manager_name
+from watcher.serverheader import without_server_header
 from watcher.webhook.coalesce import Offer
 from watcher.webhook.delivery import Delivery
 from watcher.webhook.metrics import FailReason, WebhookMetrics
@@ -250,6 +251,7 @@ def build_runner(
 def build_app(handler: AdmissionHandler) -> web.Application:
     """The aiohttp application; ``client_max_size`` enforces the body limit while reading."""
     app = web.Application(middlewares=[json_errors], client_max_size=handler.config.max_body_bytes)
+    without_server_header(app)
     app.router.add_route("*", "/validate", handler.handle, expect_handler=expect_continue)
     app.router.add_route(
         "*", "/validate/{manager:" + _ANY + "}", handler.handle, expect_handler=expect_continue

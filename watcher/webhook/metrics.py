@@ -3,14 +3,26 @@
 A per-instance ``CollectorRegistry`` lets several webhooks run in one process (tests, the
 harness) without sharing counters. Upstream's names are kept exactly so existing
 dashboards and the e2e check on ``watcher_failed_kcp_total{error_reason="failed-request"}``
-work; the delivery metrics are ours.
+work; the delivery metrics are ours. ``/metrics`` shows what upstream's shows besides:
+``watcher_fips_mode`` (0 off, 1 on: whether OpenSSL runs its FIPS provider) and the
+standard ``process_*`` metrics (Python's stand-in for Go's ``process_*`` collector; there
+are no ``go_*`` metrics), and — as upstream's Go client — no ``*_created`` samples.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+
+from watcher.exposition import UpstreamExposition
 
 
 class FailReason(StrEnum):
@@ -29,6 +41,16 @@ class DropReason(StrEnum):
     OVERFLOW = "overflow"
     EXPIRED = "expired"
     SHUTDOWN = "shutdown"
+
+
+def fips_mode() -> int:
+    """Upstream's ``watcher_fips_mode`` value: 1 when OpenSSL runs in FIPS mode, else 0
+    (Go's 2, "fips140=only", has no Python counterpart)."""
+    try:
+        from cryptography.hazmat.bindings._rust import openssl as rust_openssl
+    except ImportError:  # a cryptography build without the binding: not in FIPS mode
+        return 0
+    return 1 if rust_openssl.is_fips_enabled() else 0
 
 
 class WebhookMetrics:
@@ -99,6 +121,11 @@ class WebhookMetrics:
             "Spool writes or fsyncs that failed (the event stays in memory only)",
             registry=r,
         )
+        self.fips_mode = Gauge(
+            "watcher_fips_mode", "FIPS mode of the crypto library: 0 off, 1 on", registry=r
+        )
+        self.fips_mode.set(fips_mode())
+        ProcessCollector(registry=r)
         for fail in FailReason:
             self.failed_kcp.labels(error_reason=fail.value)
         for drop in DropReason:
@@ -112,7 +139,7 @@ class WebhookMetrics:
 
     def render(self) -> bytes:
         """The text exposition format, for ``/metrics``."""
-        return generate_latest(self.registry)
+        return generate_latest(UpstreamExposition(self.registry))
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """Current sample value (0 when absent); for tests and the harness."""

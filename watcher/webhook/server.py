@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from watcher.errors import CertificateError, ConfigError
+from watcher.serverheader import without_server_header
 from watcher.webhook.app import AdmissionConfig, AdmissionHandler, build_runner
 from watcher.webhook.delivery import Delivery, DrainReport
 from watcher.webhook.kcpclient import KcpClient, KcpRequestSetupError, KcpResponse
@@ -216,7 +217,7 @@ class Webhook:
                 return web.json_response({"status": "ready", "tlsGeneration": self.tls.generation})
             return web.json_response({"status": "not ready"}, status=503)
 
-        app = web.Application()
+        app = without_server_header(web.Application())
         app.router.add_get("/metrics", metrics)
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/readyz", readyz)

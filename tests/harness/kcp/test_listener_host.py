@@ -56,4 +56,6 @@ async def test_restart_keeps_port_events_and_counters(xfcc: str) -> None:
     assert [e.runtime_id for e in got] == ["runtime-a", "runtime-a"]
     assert host.metric("watcher_listener_events_accepted_total") == 2
     assert len(host.incarnations) == 2
-    assert host.samples("watcher_listener_requests_total") == {(("code", "200"),): 2.0}
+    assert host.samples("watcher_listener_requests_total") == {
+        (("code", "200"), ("server_name", "listener")): 2.0
+    }

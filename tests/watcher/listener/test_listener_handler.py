@@ -47,8 +47,9 @@ pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 async def test_accepted_event_reaches_the_stream(
     session: aiohttp.ClientSession, listener: Listener
 ) -> None:
-    status, payload, _ = await call(session, listener.event_url)
+    status, payload, headers = await call(session, listener.event_url)
     assert (status, payload) == (200, {"status": "accepted", "runtime_id": "runtime-a"})
+    assert "Server" not in headers  # upstream's Go listener names no server either
     received = await next_event(listener)
     assert received == ListenerEvent(
         runtime_id="runtime-a", event=EVENT, received_at=NOW, contract="v2"
@@ -56,6 +57,13 @@ async def test_accepted_event_reaches_the_stream(
     assert received.certificate == CERT
     assert listener.metrics.value("watcher_listener_events_accepted_total") == 1
     assert listener.metrics.value("watcher_listener_requests_total", {"code": "200"}) == 1
+    # upstream's names, labelled as upstream labels them; no *_created samples
+    text = listener.metrics.exposition().decode()
+    assert 'watcher_listener_requests_total{code="200",server_name="listener"} 1.0' in text
+    assert 'watcher_listener_request_duration{server_name="listener"} ' in text
+    assert 'watcher_listener_inflight_requests{server_name="listener"} 0.0' in text
+    assert 'watcher_listener_request_errors_total{server_name="listener"} 0.0' in text
+    assert "_created" not in text
 
 
 async def test_body_of_exactly_the_limit_is_accepted(
@@ -96,6 +104,9 @@ async def test_413_comes_first_by_content_length(
         "reason": "Content-Length is 16385 bytes, limit is 16384",
     }
     assert rejected(listener, "body-too-large") == 1
+    m = listener.metrics
+    assert m.value("watcher_listener_exceeding_size_limit_requests_total") == 1
+    assert m.value("watcher_listener_request_errors_total", {"server_name": "listener"}) == 1
 
 
 async def test_413_for_a_chunked_body_over_the_limit(
@@ -279,6 +290,11 @@ async def test_san_pinning_over_http(
         assert listener.metrics.value(
             "watcher_listener_verification_failed_total", {"reason": category}
         )
+        labels = {"server_name": "listener", "request_uri_label": "/v2/lifecycle-manager/event"}
+        failed = listener.metrics.value(
+            "watcher_listener_failed_verification_requests_total", labels
+        )
+        assert failed == (1 if status == 403 else 0)
         assert listener.metrics.value("watcher_listener_events_accepted_total") == 0
 
 

@@ -95,14 +95,20 @@ async def test_full_start_admission_and_sigterm(pki: Pki, kcp: FakeKcp) -> None:
             async with session.post(url, json=create("kyma-1"), ssl=ctx) as resp:
                 assert resp.status == 200
                 assert resp.headers["Content-Security-Policy"] == "default-src 'self'"
+                assert "Server" not in resp.headers  # no versions named, as upstream
                 answer = await resp.json()
             assert answer["response"]["status"]["message"] == "kcp request succeeded"
             await eventually(lambda: kcp.bodies() == [event_body()])
             metrics_url = f"http://127.0.0.1:{metrics_port}"
             async with session.get(metrics_url + "/metrics") as resp:
                 text = await resp.text()
+                assert "Server" not in resp.headers
             assert "watcher_admission_request_total 1.0" in text
             assert "watcher_kcp_requests_total 1.0" in text
+            # what upstream's /metrics shows besides, and not what it does not
+            assert "watcher_fips_mode 0.0" in text
+            assert "process_resident_memory_bytes " in text
+            assert "_created" not in text
             async with session.get(metrics_url + "/readyz") as resp:
                 assert resp.status == 200
         proc.send_signal(signal.SIGTERM)

@@ -8,7 +8,7 @@ The registry keeps them (tests read them); only the exposition leaves them out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
@@ -26,4 +26,18 @@ class UpstreamExposition:
             yield family
 
 
-__all__ = ["UpstreamExposition"]
+def summed_sample(
+    registry: CollectorRegistry, name: str, labels: Mapping[str, str] | None = None
+) -> float:
+    """The value of sample ``name`` in ``registry`` (0 when absent), summed over the labels
+    not given — what tests, scenarios and health checks read."""
+    wanted = dict(labels or {})
+    return sum(
+        sample.value
+        for family in registry.collect()
+        for sample in family.samples
+        if sample.name == name and all(sample.labels.get(k) == v for k, v in wanted.items())
+    )
+
+
+__all__ = ["UpstreamExposition", "summed_sample"]

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from watcher.exposition import summed_sample
 from watcher.health.state import RuntimeHealth, State
 
 ROUND_TRIP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -127,13 +128,7 @@ class HealthMetrics:
 
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
         """One sample (0 when absent); labels not given are summed over."""
-        wanted = dict(labels or {})
-        return sum(
-            sample.value
-            for family in self.registry.collect()
-            for sample in family.samples
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in wanted.items())
-        )
+        return summed_sample(self.registry, name, labels)
 
 
 __all__ = ["ROUND_TRIP_BUCKETS", "HealthMetrics", "RuntimeStatus", "Snapshot"]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from watcher.exposition import UpstreamExposition
+from watcher.exposition import UpstreamExposition, summed_sample
 
 SERVER_NAME = "listener"
 """Upstream's ``server_name`` label value on its listener metrics."""
@@ -126,13 +126,7 @@ class ListenerMetrics:
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """A sample's current value (0 when never observed), summed over the labels not
         given; for tests and health checks."""
-        wanted = labels or {}
-        return sum(
-            sample.value
-            for family in self.registry.collect()
-            for sample in family.samples
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in wanted.items())
-        )
+        return summed_sample(self.registry, name, labels)
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format (without ``*_created``, as upstream)."""

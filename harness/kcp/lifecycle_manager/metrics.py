@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from watcher.exposition import summed_sample
+
 
 class KlmMetrics:
     """``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}``: 1 while a Kyma's client
@@ -27,15 +29,7 @@ class KlmMetrics:
 
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
         """One sample (0 when absent); labels not given are summed over."""
-        wanted = dict(labels or {})
-        total = 0.0
-        for family in self.registry.collect():
-            for sample in family.samples:
-                if sample.name == name and all(
-                    sample.labels.get(k) == v for k, v in wanted.items()
-                ):
-                    total += sample.value
-        return total
+        return summed_sample(self.registry, name, labels)
 
 
 __all__ = ["KlmMetrics"]

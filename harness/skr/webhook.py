@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import ssl
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Self
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, ProcessRecord
+from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
 from harness.errors import ProcessExitedEarly
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -63,6 +64,10 @@ class WebhookConfig:
     # WEBHOOK_HOST: loopback unless API servers elsewhere must reach it (the host address,
     # or 0.0.0.0). The metrics server stays on loopback: only the harness scrapes it.
     bind_host: str = ports.LOOPBACK
+    # Bring your own webhook: the argv of any program taking upstream's environment
+    # contract, run instead of ``watcher-webhook``. Ready = its admission port completes a
+    # TLS handshake and answers HTTP (any status): no /readyz is part of that contract.
+    command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,20 +223,35 @@ class WebhookProcess:
         env = webhook_env(
             self.config, self.tls, webhook_port=self.webhook_port, metrics_port=self.metrics_port
         )
+        if self.config.command:
+            argv, probe = list(self.config.command), self._admission_probe()
+        else:
+            argv = [webhook_executable()]
+            probe = probes.http_probe(
+                self._session, f"{self.metrics_url}/readyz", lambda status, _: status == 200
+            )
         process = OwnedProcess(
             self.name,
-            [webhook_executable()],
+            argv,
             env=env,
             log_path=self.log_path,
-            probe=probes.http_probe(
-                self._session, f"{self.metrics_url}/readyz", lambda status, _: status == 200
-            ),
+            probe=probe,
             ready_timeout=self._ready_timeout,
             stop_timeout=self._stop_timeout,
         )
         self._process = process
         self.records.append(process.record)
         await process.__aenter__()
+
+    def _admission_probe(self) -> Probe:
+        """Ready when the admission port answers HTTPS at all (its certificate is not checked
+        here: the API server does that)."""
+        assert self._session is not None
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        url = f"https://{ports.LOOPBACK}:{self.webhook_port}/"
+        return probes.http_probe(self._session, url, lambda _s, _b: True, ssl_context=context)
 
     async def stop(self) -> int | None:
         """SIGTERM (the webhook drains its queue), then SIGKILL after the stop timeout."""

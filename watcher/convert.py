@@ -19,15 +19,17 @@ from watcher.paths import event_path, validate_manager_name
 EXIT_INVALID_INPUT = 2
 
 
-def convert(review: Any, *, manager: str, contract: Contract) -> dict[str, Any]:
+def convert(
+    review: Any, *, manager: str, contract: Contract, legacy_owner: bool = False
+) -> dict[str, Any]:
     """The printed object for a decoded review (pure)."""
-    decision = decide(review, manager=manager, contract=contract)
+    decision = decide(review, manager=manager, legacy_owner=legacy_owner)
     if decision.reason is Reason.INVALID_REVIEW:
         raise ValueError(decision.message)
     return {
         "send": decision.send,
         "path": event_path(contract, manager),
-        "body": event_to_json(decision.event, contract) if decision.event else None,
+        "body": event_to_json(decision.event) if decision.event else None,
         "message": decision.message,
         "reason": str(decision.reason),
     }
@@ -37,7 +39,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("convert", help="decide what the webhook does with one AdmissionReview")
     p.add_argument("file", help="AdmissionReview JSON (or YAML) file, or - for standard input")
     p.add_argument("--manager", default="lifecycle-manager", help="manager in /validate/<manager>")
-    p.add_argument("--contract", choices=CONTRACTS, default="v2")
+    p.add_argument("--contract", choices=CONTRACTS, default="v2", help="KCP_CONTRACT (the path)")
+    p.add_argument(
+        "--legacy-owner",
+        action="store_true",
+        help="WATCHER_LEGACY_OWNER: the owner field of upstream before 2.1",
+    )
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -53,7 +60,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_INVALID_INPUT
     try:
         review = _load(text)
-        result = convert(review, manager=args.manager, contract=args.contract)
+        result = convert(
+            review, manager=args.manager, contract=args.contract, legacy_owner=args.legacy_owner
+        )
     except ValueError as exc:
         print(f"watcher convert: {args.file}: not a valid AdmissionReview: {exc}", file=stderr)
         return EXIT_INVALID_INPUT

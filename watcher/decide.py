@@ -9,6 +9,11 @@ The rules are upstream's (``runtime-watcher`` ``admissionreview/handler.go``):
   differ, as Go's ``reflect.DeepEqual`` on a nil and an empty map).
 * Any other subresource and CONNECT send nothing.
 
+The contract (``v1``/``v2``) only names the KCP path; the event is the same on both, as
+upstream's webhook 2.1+ sends it. ``legacy_owner`` restores what upstream did before 2.1:
+every event carries ``owner`` from the ``operator.kyma-project.io/owned-by`` annotation,
+and an object without it sends nothing (``unknown-owner``).
+
 Equality follows the Go side too: upstream decodes ``spec``/``status`` into
 ``map[string]any``, so JSON numbers compare as float64 and a non-object ``spec`` (or
 ``null``) is the same as no ``spec`` at all.
@@ -24,10 +29,8 @@ from typing import Any
 
 from watcher.errors import InvalidAdmissionReview
 from watcher.model import (
-    CONTRACTS,
     OWNED_BY_ANNOTATION,
     AdmissionRequest,
-    Contract,
     GroupVersionKind,
     ObjectKey,
     WatchEvent,
@@ -74,7 +77,7 @@ class Decision:
         return str(self.event.watched) if self.event else ""
 
 
-def decide(review: Any, *, manager: str, contract: Contract = "v2") -> Decision:
+def decide(review: Any, *, manager: str, legacy_owner: bool = False) -> Decision:
     """Decide for a decoded AdmissionReview; never raises, whatever ``review`` is."""
     try:
         request = parse_admission_review(review)
@@ -82,44 +85,40 @@ def decide(review: Any, *, manager: str, contract: Contract = "v2") -> Decision:
         return Decision(False, Reason.INVALID_REVIEW, str(exc))
     except RecursionError:
         return Decision(False, Reason.INVALID_REVIEW, "review is nested too deeply")
-    return decide_request(request, manager=manager, contract=contract)
+    return decide_request(request, manager=manager, legacy_owner=legacy_owner)
 
 
 def decide_request(
-    request: AdmissionRequest, *, manager: str, contract: Contract = "v2"
+    request: AdmissionRequest, *, manager: str, legacy_owner: bool = False
 ) -> Decision:
     """Decide for an already validated request (the webhook's hot path)."""
     del manager  # the path, not the event, carries the manager; kept for a uniform signature
-    if contract not in CONTRACTS:
-        return Decision(
-            False, Reason.INVALID_REVIEW, f"unknown contract {contract!r}", uid=request.uid
-        )
     op = request.operation
     if op == "CONNECT":
         message = f"operation CONNECT not supported for {request.kind.go_string()}"
         return Decision(False, Reason.CONNECT, message, uid=request.uid)
     if op == "CREATE":
-        return _event_for(request, request.object, Reason.CREATED, contract)
+        return _event_for(request, request.object, Reason.CREATED, legacy_owner)
     if op == "DELETE":
-        return _event_for(request, request.old_object, Reason.DELETED, contract)
-    return _decide_update(request, contract)
+        return _event_for(request, request.old_object, Reason.DELETED, legacy_owner)
+    return _decide_update(request, legacy_owner)
 
 
-def _decide_update(request: AdmissionRequest, contract: Contract) -> Decision:
+def _decide_update(request: AdmissionRequest, legacy_owner: bool) -> Decision:
     new, old = request.object or {}, request.old_object or {}
     sub = request.sub_resource.lower()
     key = _object_key(request, request.object)
     if sub == "":
         old_spec, new_spec = _as_map(old.get("spec")), _as_map(new.get("spec"))
         if old_spec is None or new_spec is None:
-            return _event_for(request, request.object, Reason.NO_SPEC, contract)
+            return _event_for(request, request.object, Reason.NO_SPEC, legacy_owner)
         if go_deep_equal(old_spec, new_spec):
             return _no_change(request, key)
-        return _event_for(request, request.object, Reason.SPEC_CHANGED, contract)
+        return _event_for(request, request.object, Reason.SPEC_CHANGED, legacy_owner)
     if sub == "status":
         if go_deep_equal(_as_map(old.get("status")), _as_map(new.get("status"))):
             return _no_change(request, key)
-        return _event_for(request, request.object, Reason.STATUS_CHANGED, contract)
+        return _event_for(request, request.object, Reason.STATUS_CHANGED, legacy_owner)
     message = f"invalid subresource: watched resource {key}"
     return Decision(False, Reason.INVALID_SUBRESOURCE, message, uid=request.uid)
 
@@ -133,14 +132,14 @@ def _event_for(
     request: AdmissionRequest,
     obj: Mapping[str, Any] | None,
     reason: Reason,
-    contract: Contract,
+    legacy_owner: bool,
 ) -> Decision:
     key = _object_key(request, obj)
     if not key.name:
         message = f"admission request {request.uid} carries no object name"
         return Decision(False, Reason.INVALID_OBJECT, message, uid=request.uid)
     owner = None
-    if contract == "v1":
+    if legacy_owner:
         owner_or_message = _owner(obj or {}, key)
         if isinstance(owner_or_message, str):
             return Decision(False, Reason.UNKNOWN_OWNER, owner_or_message, uid=request.uid)
@@ -176,7 +175,7 @@ def _object_gvk(request: AdmissionRequest, obj: Mapping[str, Any] | None) -> Gro
 
 
 def _owner(obj: Mapping[str, Any], key: ObjectKey) -> ObjectKey | str:
-    """Contract v1's owner from ``operator.kyma-project.io/owned-by``, or why it is unknown."""
+    """The legacy contract's owner from ``operator.kyma-project.io/owned-by``, or why not."""
     annotations = _metadata(obj).get("annotations")
     value = _str(annotations.get(OWNED_BY_ANNOTATION)) if isinstance(annotations, dict) else ""
     if not value:

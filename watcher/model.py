@@ -67,7 +67,8 @@ class GroupVersionKind:
 
 @dataclass(frozen=True, order=True)
 class WatchEvent:
-    """What the SKR tells the KCP: which object changed (and, in contract v1, its owner)."""
+    """What the SKR tells the KCP: which object changed (and, in the legacy owner contract,
+    its owner)."""
 
     watched: ObjectKey
     watched_gvk: GroupVersionKind
@@ -192,11 +193,16 @@ def _key_json(key: ObjectKey) -> dict[str, str]:
     return {"Namespace": key.namespace, "Name": key.name}
 
 
-def event_to_json(event: WatchEvent, contract: Contract = "v2") -> dict[str, Any]:
-    """The JSON object upstream's Go structs marshal to, in their field order."""
+def event_to_json(event: WatchEvent) -> dict[str, Any]:
+    """The JSON object upstream's Go structs marshal to, in their field order.
+
+    The body is the same on every contract (upstream webhook 2.1+ sends it to ``/v1`` and
+    ``/v2`` alike). ``owner`` appears only on an event that carries one: the legacy owner
+    contract (``WATCHER_LEGACY_OWNER``, upstream before 2.1) put it first on every path.
+    """
     body: dict[str, Any] = {}
-    if contract == "v1":
-        body["owner"] = _key_json(event.owner or ObjectKey("", ""))
+    if event.owner is not None:
+        body["owner"] = _key_json(event.owner)
     body["watched"] = _key_json(event.watched)
     body["watchedGvk"] = {
         "group": event.watched_gvk.group,
@@ -217,9 +223,9 @@ def go_json_dumps(value: Any) -> bytes:
     return text.translate(_GO_HTML_ESCAPES).encode("utf-8")
 
 
-def encode_event(event: WatchEvent, contract: Contract = "v2") -> bytes:
+def encode_event(event: WatchEvent) -> bytes:
     """The exact bytes the upstream webhook POSTs for this event."""
-    return go_json_dumps(event_to_json(event, contract))
+    return go_json_dumps(event_to_json(event))
 
 
 def _get_folded(obj: Mapping[str, Any], name: str) -> Any:

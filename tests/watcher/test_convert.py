@@ -44,7 +44,7 @@ def test_convert_prints_decision(tmp_path: Path, capsys: pytest.CaptureFixture[s
     }
 
 
-def test_convert_accepts_yaml_and_v1_contract(
+def test_convert_accepts_yaml_v1_contract_and_legacy_owner(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import yaml
@@ -52,6 +52,9 @@ def test_convert_accepts_yaml_and_v1_contract(
     path = tmp_path / "review.yaml"
     path.write_text(yaml.safe_dump(REVIEW))
     assert main(["convert", str(path), "--contract", "v1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["send"] is True and out["path"].startswith("/v1/") and "owner" not in out["body"]
+    assert main(["convert", str(path), "--legacy-owner"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["send"] is False and out["reason"] == "unknown-owner" and out["body"] is None
 

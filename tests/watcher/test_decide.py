@@ -149,18 +149,21 @@ def test_object_without_name_falls_back_to_request_then_refuses() -> None:
     assert decide(r, manager="m").reason is Reason.INVALID_OBJECT
 
 
-def test_contract_v1_owner() -> None:
+def test_legacy_owner_is_opt_in() -> None:
     owned = kyma()
     owned["metadata"]["annotations"] = {"operator.kyma-project.io/owned-by": "kcp-system/kyma-1"}
-    d = decide(review("CREATE", owned), manager="m", contract="v1")
+    today = decide(review("CREATE", owned), manager="m")
+    assert today.event is not None and today.event.owner is None
+    assert decide(review("CREATE", kyma()), manager="m").send
+    d = decide(review("CREATE", owned), manager="m", legacy_owner=True)
     assert d.event is not None and d.event.owner == ObjectKey("kcp-system", "kyma-1")
-    assert encode_event(d.event, "v1").startswith(
+    assert encode_event(d.event).startswith(
         b'{"owner":{"Namespace":"kcp-system","Name":"kyma-1"},"watched":'
     )
-    missing = decide(review("CREATE", kyma()), manager="m", contract="v1")
+    missing = decide(review("CREATE", kyma()), manager="m", legacy_owner=True)
     assert (missing.send, missing.reason) == (False, Reason.UNKNOWN_OWNER)
     owned["metadata"]["annotations"]["operator.kyma-project.io/owned-by"] = "a/b/c"
-    malformed = decide(review("CREATE", owned), manager="m", contract="v1")
+    malformed = decide(review("CREATE", owned), manager="m", legacy_owner=True)
     assert malformed.reason is Reason.UNKNOWN_OWNER
     assert "not set correctly" in malformed.message
 

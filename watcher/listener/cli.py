@@ -188,7 +188,7 @@ def event_line(event: ListenerEvent) -> str:
         "watched_gvk": {"group": gvk.group, "version": gvk.version, "kind": gvk.kind},
         "received_at": event.received_at,
     }
-    if event.contract == "v1" and event.event.owner is not None:
+    if event.event.owner is not None:
         owner = event.event.owner
         line["owner"] = {"namespace": owner.namespace, "name": owner.name}
     return json.dumps(line, separators=(",", ":"))

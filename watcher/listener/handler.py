@@ -301,14 +301,6 @@ class EventHandler:
             event = decode_event(body)
         except InvalidWatchEvent as exc:
             return self._reject(request, 400, m.REJECT_INVALID_EVENT, "invalid event", str(exc))
-        if self._config.contract == "v1" and event.owner is None:
-            return self._reject(
-                request,
-                400,
-                m.REJECT_INVALID_EVENT,
-                "invalid event",
-                "contract v1 events need an owner",
-            )
         return event
 
     def _identify(self, request: web.Request) -> tuple[x509.Certificate, str] | web.Response:

@@ -11,8 +11,9 @@ The lookup is deliberately tiny so a KCP client can implement it in a few lines:
     async def lookup(runtime_id: str, owner: ObjectKey | None) -> Mapping[str, str] | None
 
 It returns the annotations of the Kyma the event belongs to, or ``None`` when there is no
-such Kyma. ``owner`` is the event's owner in contract v1 and ``None`` in v2 (then the
-Kyma is the one labelled ``kyma-project.io/runtime-id=<runtime_id>``). Lookup errors
+such Kyma. ``owner`` is the event's owner when it carries one (the legacy owner contract
+of upstream's webhook before 2.1) and ``None`` otherwise, as upstream sends today (then
+the Kyma is the one labelled ``kyma-project.io/runtime-id=<runtime_id>``). Lookup errors
 propagate, so an unreachable API server yields 500 and a retry, never a silent pass.
 """
 
@@ -77,7 +78,7 @@ def san_pinning(
                 f"client certificate has {len(sans)} SANs, at most {max_sans} are allowed",
                 category=CATEGORY_TOO_MANY_SANS,
             )
-        owner = request.event.owner if request.contract == "v1" else None
+        owner = request.event.owner
         annotations = await lookup(request.runtime_id, owner)
         kyma = f"owner {owner}" if owner is not None else f"runtime id {request.runtime_id!r}"
         if annotations is None:

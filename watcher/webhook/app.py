@@ -49,6 +49,7 @@ class AdmissionConfig:
     kcp_addr: str | None
     kcp_contract: Contract | None
     mode: str = "async"
+    legacy_owner: bool = False  # WATCHER_LEGACY_OWNER: upstream before 2.1 (owner field)
     max_body_bytes: int = 8 * 1024 * 1024
     body_timeout: float = 10.0
 
@@ -141,7 +142,9 @@ class AdmissionHandler:
         contract: Contract = self.config.kcp_contract or "v2"
         try:
             admission = parse_admission_review(review)
-            decision = decide_request(admission, manager=manager, contract=contract)
+            decision = decide_request(
+                admission, manager=manager, legacy_owner=self.config.legacy_owner
+            )
         except InvalidAdmissionReview as exc:
             raise _BadRequest(400, f"invalid AdmissionReview: {exc}") from None
         except RecursionError:
@@ -149,7 +152,7 @@ class AdmissionHandler:
         if decision.send and decision.event is not None:
             self.metrics.kcp_requests.inc()
             path = event_path(contract, manager)
-            message = await self._send(path, encode_event(decision.event, contract))
+            message = await self._send(path, encode_event(decision.event))
         else:
             message = decision.message
             if decision.reason is Reason.INVALID_SUBRESOURCE:

@@ -154,6 +154,7 @@ class Webhook:
                 config=AdmissionConfig(
                     kcp_addr=s.kcp_addr,
                     kcp_contract=s.kcp_contract,
+                    legacy_owner=s.legacy_owner,
                     mode=s.delivery.mode,
                     max_body_bytes=s.max_body_bytes,
                     body_timeout=s.body_timeout,

@@ -16,7 +16,15 @@ Variable                            Default         Meaning
 ``KCP_ADDR``                        (unset)         ``host:port`` of the KCP gateway, no scheme;
                                                     unset → every event fails with
                                                     ``missing-address-or-contract`` (upstream)
-``KCP_CONTRACT``                    (unset)         ``v1`` or ``v2``; unset as ``KCP_ADDR``
+``KCP_CONTRACT``                    (unset)         ``v1`` or ``v2``: only the path
+                                                    ``/<contract>/<manager>/event`` differs, the
+                                                    body is the same (upstream 2.1+); unset as
+                                                    ``KCP_ADDR``
+``WATCHER_LEGACY_OWNER``            ``false``       ``true``: upstream before 2.1: every event
+                                                    carries ``owner`` from the annotation
+                                                    ``operator.kyma-project.io/owned-by``; an
+                                                    object without it sends nothing
+                                                    (``unknown-owner``)
 ``WEBHOOK_HOST``                    ``0.0.0.0``     address the HTTPS server binds
 ``WEBHOOK_PORT``                    ``8443``        its port (0 = any free port)
 ``METRICS_HOST``                    ``0.0.0.0``     address of the plain-HTTP metrics server
@@ -108,6 +116,7 @@ class WebhookSettings:
     tls: TLSFiles
     kcp_addr: str | None = None
     kcp_contract: Contract | None = None
+    legacy_owner: bool = False
     host: str = "0.0.0.0"
     port: int = 8443
     metrics_host: str = "0.0.0.0"
@@ -268,6 +277,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> WebhookSettings:
         tls=tls,
         kcp_addr=kcp_addr,
         kcp_contract=contract,
+        legacy_owner=_get(env, "WATCHER_LEGACY_OWNER", False, _bool, "true or false"),
         host=_get(env, "WEBHOOK_HOST", "0.0.0.0", _host, "an IP address or host name"),
         port=_get(env, "WEBHOOK_PORT", 8443, _port, "a port number 0..65535"),
         metrics_host=_get(env, "METRICS_HOST", "0.0.0.0", _host, "an IP address or host name"),

@@ -342,16 +342,18 @@ async def test_a_failing_hook_is_a_500_and_logged(
 
 
 # --------------------------------------------------------------------------------------
-# Contract v1
+# Contract v1: the path only (upstream webhook 2.1+ sends the v2 body there)
 
 
-async def test_contract_v1_carries_the_owner(session: aiohttp.ClientSession) -> None:
-    body = b'{"owner":{"Namespace":"kcp-system","Name":"kyma-a"},' + BODY[1:]
+async def test_contract_v1_takes_the_v2_body_and_a_legacy_owner(
+    session: aiohttp.ClientSession,
+) -> None:
+    legacy = b'{"owner":{"Namespace":"kcp-system","Name":"kyma-a"},' + BODY[1:]
     async with running(contract="v1") as listener:
         assert listener.event_url.endswith(f"/v1/{COMPONENT}/event")
-        assert (await call(session, listener.event_url, body=body))[0] == 200
+        assert (await call(session, listener.event_url, body=BODY))[0] == 200
+        received = await next_event(listener)
+        assert (received.event.owner, received.contract) == (None, "v1")
+        assert (await call(session, listener.event_url, body=legacy))[0] == 200
         received = await next_event(listener)
         assert received.event.owner == ObjectKey("kcp-system", "kyma-a")
-        assert received.contract == "v1"
-        status, payload, _ = await call(session, listener.event_url)
-        assert (status, payload["reason"]) == (400, "contract v1 events need an owner")

@@ -97,18 +97,38 @@ async def test_invalid_subresource_is_counted(make_webhook: MakeWebhook, api_ser
     assert hook.metrics.value("watcher_failed_kcp_total", labels) == 1
 
 
-async def test_contract_v1_unknown_owner(
+async def test_contract_v1_sends_the_v2_body_to_the_v1_path(
     make_webhook: MakeWebhook, api_server: Any, pki: Pki, kcp: FakeKcp
 ) -> None:
+    """Upstream 2.1+: the contract names the path only; no owner, no annotation needed."""
     settings = webhook_settings(pki, kcp, mode="sync")
     hook = await make_webhook(
         settings=type(settings)(**{**settings.__dict__, "kcp_contract": "v1"})
+    )
+    answer = await api_server(hook, review("CREATE", kyma()))
+    assert_admitted(answer, SUCCEEDED)
+    assert [(r.path, r.body) for r in kcp.received] == [(f"/v1/{MANAGER}/event", event_body())]
+
+
+async def test_legacy_owner_is_an_explicit_opt_in(
+    make_webhook: MakeWebhook, api_server: Any, pki: Pki, kcp: FakeKcp
+) -> None:
+    """WATCHER_LEGACY_OWNER: upstream before 2.1 (owner first; no annotation, no event)."""
+    settings = webhook_settings(pki, kcp, mode="sync")
+    hook = await make_webhook(
+        settings=type(settings)(**{**settings.__dict__, "legacy_owner": True})
     )
     answer = await api_server(hook, review("CREATE", kyma()))
     assert_admitted(answer, "resource owner name could not be determined")
     labels = {"error_reason": "unknown-owner"}
     assert hook.metrics.value("watcher_failed_kcp_total", labels) == 1
     assert kcp.attempts == []
+    owned = kyma()
+    owned["metadata"]["annotations"] = {"operator.kyma-project.io/owned-by": "kcp-system/k"}
+    assert_admitted(await api_server(hook, review("CREATE", owned)), SUCCEEDED)
+    [received] = kcp.received
+    assert received.path == f"/v2/{MANAGER}/event"
+    assert received.body.startswith(b'{"owner":{"Namespace":"kcp-system","Name":"k"},"watched"')
 
 
 async def test_missing_kcp_address(pki: Pki, api_server: Any) -> None:

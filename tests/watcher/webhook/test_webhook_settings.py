@@ -28,6 +28,7 @@ def test_defaults_are_upstreams(env: dict[str, str]) -> None:
     assert s.delivery.mode == "async"
     assert s.delivery.overflow_policy == "drop-oldest"
     assert s.log_level == "INFO"
+    assert s.legacy_owner is False  # upstream 2.1+: no owner field
 
 
 def test_every_variable(env: dict[str, str]) -> None:
@@ -53,6 +54,7 @@ def test_every_variable(env: dict[str, str]) -> None:
         "WATCHER_TLS_RELOAD_SECONDS": "0.5",
         "WATCHER_MAX_BODY_BYTES": "1024",
         "WATCHER_LOG_LEVEL": "debug",
+        "WATCHER_LEGACY_OWNER": "true",
     }
     s = load_settings(env)
     d = s.delivery
@@ -68,6 +70,7 @@ def test_every_variable(env: dict[str, str]) -> None:
     assert (d.retry_base, d.retry_max, d.max_event_age, d.request_timeout) == (0.1, 2, 60, 4)
     assert (d.sync_attempts, d.sync_timeout, d.drain_timeout) == (1, 1.5, 7)
     assert (s.tls_reload_interval, s.max_body_bytes, s.log_level) == (0.5, 1024, "DEBUG")
+    assert s.legacy_owner is True
 
 
 @pytest.mark.parametrize(
@@ -86,6 +89,7 @@ def test_every_variable(env: dict[str, str]) -> None:
         ("WATCHER_RETRY_BASE_SECONDS", "60", "at most WATCHER_RETRY_MAX_SECONDS"),
         ("WATCHER_LOG_LEVEL", "chatty", "DEBUG, INFO"),
         ("WEBHOOK_HOST", "http://x", "IP address or host name"),
+        ("WATCHER_LEGACY_OWNER", "maybe", "true or false"),
     ],
 )
 def test_invalid_values_name_the_variable(

@@ -40,7 +40,7 @@ test: lint
 	$(VENV)/bin/pytest -n $(XDIST) -q
 
 binaries: setup
-	$(PY) -m harness.clusters.binaries ensure
+	$(PY) -m harness.clusters.binaries ensure --upstream-listener
 
 e2e-tests: binaries
 	@mkdir -p $(REPORT_DIR)

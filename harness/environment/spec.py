@@ -13,6 +13,7 @@ from harness.kcp.lifecycle_manager.kyma.reconcile import (
     SKR_KYMA_LABELS as SKR_KYMA_LABELS,  # re-exported
 )
 from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
+from harness.kcp.listeners import Implementation
 from harness.skr.certs import CertificateOverride
 from watcher.domain import KCP_NAMESPACE
 from watcher.health.heartbeat import health_watcher
@@ -54,10 +55,12 @@ class SkrSpec:
 
 @dataclass(frozen=True)
 class ListenerSpec:
-    """Another manager's listener behind the gateway, reachable as ``service``."""
+    """Another manager's listener behind the gateway, reachable as ``service``, served by
+    ours or by upstream's Go listener (``harness.kcp.upstream_listener``)."""
 
     component: str
     service: Service
+    implementation: Implementation = "ours"
 
 
 def _default_watchers() -> tuple[Mapping[str, Any], ...]:

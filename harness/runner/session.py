@@ -333,7 +333,7 @@ class LiveSession:
             raise ValueError(f"request target {to!r}: no running listener {component!r}")
         mesh = self.env.mesh
         trusted = mesh.ca.cert_pem if mesh is not None else self.env.rotation.bundle_pem
-        return f"{host.listener.url}{path}", trusted
+        return f"{host.url}{path}", trusted
 
     async def fault(self, fault: Fault) -> FaultRecord:
         return await self.env.inject(fault)
@@ -488,7 +488,7 @@ class LiveSession:
             for name, cluster in env.clusters.clusters.items()
         }
         listeners = {
-            component: {"port": host.port, "url": f"{host.listener.url}" if host.running else ""}
+            component: {"port": host.port, "url": host.url if host.running else ""}
             for component, host in env.listeners.items()
         }
         gateway = {"url": env.gateway.url, "port": env.gateway.port}

@@ -115,7 +115,11 @@ def environment_spec(
         skrs=skrs,
         watchers=tuple(w.to_dict() for w in scenario.watchers),
         listeners=tuple(
-            ListenerSpec(component=listener.component, service=listener.service.key)
+            ListenerSpec(
+                component=listener.component,
+                service=listener.service.key,
+                implementation=listener.implementation,
+            )
             for listener in scenario.listeners
         ),
         pin_san=scenario.settings.san_pinning,

@@ -132,7 +132,12 @@ AnyWatcher = Annotated[
 
 
 class Listener(Model):
-    """Another manager's listener behind the gateway, registered as ``service``."""
+    """Another manager's listener behind the gateway, registered as ``service``.
+
+    ``implementation: upstream`` runs upstream's Go listener (the
+    ``github.com/kyma-project/runtime-watcher/listener`` package, plain HTTP behind the
+    gateway, no SAN pinning) instead of ours; its events count like ours."""
 
     component: DnsLabel
     service: Service
+    implementation: Literal["ours", "upstream"] = "ours"

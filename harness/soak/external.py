@@ -17,20 +17,18 @@ as the environment's in-process listeners do when the mesh is off.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.aio import Service
 from harness.clusters import ports
 from harness.clusters.process import NotReady, OwnedProcess
 from harness.errors import HarnessError, ProcessExitedEarly
 from harness.expect.match import ReceivedEvent
-from watcher.model import GroupVersionKind
+from watcher.listener import event_lines
 
 PORT_ATTEMPTS = 3
 
@@ -61,24 +59,18 @@ def listener_executable() -> str:
 
 def parse_event_line(manager: str, line: str) -> ReceivedEvent | None:
     """The event an output line carries, or None for a log line or a broken line."""
-    try:
-        data: Any = json.loads(line)
-    except ValueError:
+    event = event_lines.parse_event_line(line)
+    if event is None:
         return None
-    if not isinstance(data, dict) or "runtime_id" not in data or "watched" not in data:
-        return None
-    try:
-        watched, gvk = data["watched"], data["watched_gvk"]
-        return ReceivedEvent(
-            manager=manager,
-            runtime_id=str(data["runtime_id"]),
-            namespace=str(watched.get("namespace", "")),
-            name=str(watched["name"]),
-            gvk=GroupVersionKind(str(gvk["group"]), str(gvk["version"]), str(gvk["kind"])),
-            received_at=float(data["received_at"]),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+    watched = event.event.watched
+    return ReceivedEvent(
+        manager=manager,
+        runtime_id=event.runtime_id,
+        namespace=watched.namespace,
+        name=watched.name,
+        gvk=event.event.watched_gvk,
+        received_at=event.received_at,
+    )
 
 
 class ExternalListener(Service):

@@ -27,9 +27,9 @@ from typing import Any, NoReturn, TextIO
 
 from watcher.errors import WatcherError
 from watcher.listener.config import ListenerConfig
+from watcher.listener.event_lines import event_line
 from watcher.listener.gateway_trust import TrustedGateways
 from watcher.listener.server import Listener
-from watcher.listener.stream import ListenerEvent
 from watcher.listener.tls import direct_mtls_context, gateway_mtls_context, server_context
 
 PROG = "watcher-listener"
@@ -176,22 +176,6 @@ def _trusted_gateways(args: argparse.Namespace) -> TrustedGateways | None:
     if named:
         raise UsageError("--trusted-gateway needs --gateway-ca")
     return None
-
-
-def event_line(event: ListenerEvent) -> str:
-    """The stdout representation of one accepted event."""
-    watched = event.event.watched
-    gvk = event.event.watched_gvk
-    line: dict[str, Any] = {
-        "runtime_id": event.runtime_id,
-        "watched": {"namespace": watched.namespace, "name": watched.name},
-        "watched_gvk": {"group": gvk.group, "version": gvk.version, "kind": gvk.kind},
-        "received_at": event.received_at,
-    }
-    if event.event.owner is not None:
-        owner = event.event.owner
-        line["owner"] = {"namespace": owner.namespace, "name": owner.name}
-    return json.dumps(line, separators=(",", ":"))
 
 
 class JsonLogFormatter(logging.Formatter):

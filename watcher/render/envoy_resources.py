@@ -71,7 +71,7 @@ def render_cluster(
             }
         },
     }
-    tls = settings.upstream_tls
+    tls = settings.upstream_tls if destination.key not in settings.plaintext else None
     if tls is not None:
         # The listener's serving certificate must name the destination it serves (as
         # Istio pins a service's identity), unless one name is configured for all.

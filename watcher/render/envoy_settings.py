@@ -147,3 +147,7 @@ class ClusterSettings:
     idle_timeout_ms: int = 30_000
     """Below aiohttp's 75 s keep-alive, so Envoy never reuses a connection the backend closed."""
     upstream_tls: UpstreamTls | None = None
+    plaintext: frozenset[str] = frozenset()
+    """Destinations (``host:port``) reached over plain HTTP even with ``upstream_tls``: a
+    workload outside the mesh, such as upstream's listener, which serves plain HTTP and
+    relies on its Istio sidecar for mTLS (Istio's auto-mTLS sends plain text to it)."""

@@ -400,6 +400,22 @@ class EnvoyGateway:
             self._virtual_services, self._resolver = services, addresses
             return config
 
+    async def reach_plaintext(self, destination: str) -> EnvoyConfig:
+        """Reach ``destination`` (``<svc>.<ns>.svc.cluster.local:<port>``) over plain HTTP
+        from now on, also when the other destinations get mesh mTLS: a listener outside
+        the mesh (upstream's serves plain HTTP behind its sidecar)."""
+        async with self._lock:
+            settings = self._cluster_settings
+            plaintext = settings.plaintext | {destination}
+            self._cluster_settings = dataclasses.replace(settings, plaintext=plaintext)
+            try:
+                return await self._apply(
+                    self._render(self._virtual_services, self._resolver, self._fault)
+                )
+            except BaseException:
+                self._cluster_settings = settings
+                raise
+
     async def set_fault(self, fault: FaultInjection | None) -> EnvoyConfig:
         """Inject ``fault`` on every route (``None`` removes it); delivered by RDS."""
         async with self._lock:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
@@ -76,6 +77,8 @@ class EventConsumer(Service):
 class ListenerHost(Service):
     """``async with ListenerHost(config, callback) as host:`` — then ``stop``/``start`` at will."""
 
+    implementation: Final = "ours"
+
     def __init__(
         self,
         config: ListenerConfig,
@@ -114,6 +117,11 @@ class ListenerHost(Service):
             raise ListenerHostError(f"listener {self.component!r} was never started")
         return self._port
 
+    @property
+    def url(self) -> str:
+        """Base URL of the running incarnation (``https://`` when it serves TLS)."""
+        return self.listener.url
+
     async def start(self) -> None:
         """Start a new incarnation on the same port and consume its events."""
         if self._listener is not None:
@@ -149,6 +157,10 @@ class ListenerHost(Service):
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         """A sample summed over every incarnation (0 when never observed)."""
         return sum(listener.metrics.value(name, labels) for listener in self.incarnations)
+
+    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """:meth:`metric`, for callers that read any implementation's metrics."""
+        return self.metric(name, dict(labels) if labels else None)
 
     def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
         """Every labelled sample named ``name``, summed over incarnations (labels sorted)."""

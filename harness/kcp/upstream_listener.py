@@ -1,0 +1,258 @@
+"""Upstream's Go listener for one manager, as a process behind the gateway in place of ours.
+
+``tools/upstream-listener`` wraps ``github.com/kyma-project/runtime-watcher/listener``
+(``event.NewSKREventListener``, plain HTTP on ``/v2/<component>/event``, runtime id from
+the XFCC certificate's CN, no verify function) in a program that prints every event it
+hands over as one JSON line on stdout (:mod:`watcher.listener.event_lines`) and serves
+upstream's ``watcher_listener_*`` metrics on a second loopback port.
+:class:`UpstreamListener` owns successive incarnations of that program on the same ports
+(so the gateway's route stays valid across a ``stop``/``start`` fault), reads the event
+lines as they come and gives each to ``callback`` — the same callback and the same
+:class:`~watcher.listener.ListenerEvent` as an in-process listener's, so its events count
+in every expectation like ours.
+
+What it does not do, because upstream does not: SAN pinning (no verify function since
+Dec 2025) and TLS (Istio's sidecar terminates the mesh's mTLS in front of it; the gateway
+reaches it over plain HTTP, ``EnvoyGateway.reach_plaintext``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Self
+
+import aiohttp
+
+from harness.aio import Service, spawn, stop_tasks
+from harness.clusters import ports, probes
+from harness.clusters.process import OwnedProcess
+from harness.errors import HarnessError, ProcessExitedEarly
+from harness.expect.prom import Sample, parse_samples, sample_sum
+from watcher.listener import ListenerEvent
+from watcher.listener.event_lines import parse_event_line
+
+logger = logging.getLogger("harness.kcp.upstream_listener")
+
+EventCallback = Callable[[ListenerEvent], Awaitable[None]]
+PORT_ATTEMPTS = 3
+
+
+class UpstreamListenerError(HarnessError, RuntimeError):
+    """The process is not running (or already is) when the call needs the other state."""
+
+
+class UpstreamListener(Service):
+    """``async with UpstreamListener(component, callback, binary=..., log_path=...) as l:``."""
+
+    implementation: Final = "upstream"
+
+    def __init__(
+        self,
+        component: str,
+        callback: EventCallback,
+        *,
+        binary: Path,
+        log_path: Path,
+        ready_timeout: float = 20.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self.component = component
+        self._callback = callback
+        self._binary = binary
+        self.log_path = log_path
+        self._ready_timeout = ready_timeout
+        self._stop_timeout = stop_timeout
+        self._port = 0
+        self._metrics_port = 0
+        self._process: OwnedProcess | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._scraped: list[list[Sample]] = []
+        """The last scrape of every incarnation, oldest first (counters summed over them)."""
+        self.consumed = 0
+        self.callback_errors = 0
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.running
+
+    @property
+    def port(self) -> int:
+        if not self._port:
+            raise UpstreamListenerError(f"listener {self.component!r} was never started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{ports.LOOPBACK}:{self.port}"
+
+    @property
+    def event_url(self) -> str:
+        return f"{self.url}/v2/{self.component}/event"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self.running else None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start an incarnation on the same ports; ready once its event path answers."""
+        if self.running:
+            raise UpstreamListenerError(f"listener {self.component!r} is already running")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+        if self._port:
+            await self._start_once()
+            return
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._port, self._metrics_port = ports.free_port(), ports.free_port()
+            try:
+                await self._start_once()
+                return
+            except ProcessExitedEarly as exc:
+                if attempt == PORT_ATTEMPTS or not ports.address_in_use(str(exc)):
+                    self._port = self._metrics_port = 0
+                    raise
+
+    async def _start_once(self) -> None:
+        assert self._session is not None
+        argv = [
+            str(self._binary),
+            "--component",
+            self.component,
+            "--host",
+            ports.LOOPBACK,
+            "--port",
+            str(self._port),
+            "--metrics-port",
+            str(self._metrics_port),
+        ]
+        # Upstream answers a GET on its event path 405: the route is served.
+        probe = probes.http_probe(self._session, self.event_url, lambda status, _: status == 405)
+        process = OwnedProcess(
+            f"upstream-listener-{self.component}",
+            argv,
+            log_path=self.log_path,
+            probe=probe,
+            ready_timeout=self._ready_timeout,
+            stop_timeout=self._stop_timeout,
+            stdout_pipe=True,
+        )
+        await process.start()
+        # Read from the first byte on: the pipe must never fill while we wait for ready.
+        self._reader = spawn(self._read(process), f"upstream-listener-{self.component}-events")
+        try:
+            await process.wait_ready()
+        except BaseException:
+            await self._stop(process)
+            raise
+        self._process = process
+        self._scraped.append([])
+
+    async def _read(self, process: OwnedProcess) -> None:
+        """Every event line to the callback, in order, until the process closes stdout."""
+        stream = process.stdout
+        while line := await stream.readline():
+            event = parse_event_line(line)
+            if event is None:
+                logger.warning("%s: not an event line: %r", self.component, line[:200])
+                continue
+            self.consumed += 1
+            try:
+                await self._callback(event)
+            except Exception:
+                self.callback_errors += 1
+                logger.exception("%s: handling event %s failed", self.component, event)
+
+    async def stop(self) -> None:
+        """SIGTERM (upstream shuts its server down), then the events it printed are handed
+        over; metrics are scraped first so the counters survive the incarnation."""
+        if self._process is None:
+            return
+        await self._scrape()
+        process, self._process = self._process, None
+        await self._stop(process)
+
+    async def _stop(self, process: OwnedProcess) -> None:
+        reader, self._reader = self._reader, None
+        try:
+            await process.stop()
+        finally:
+            if reader is not None:
+                try:
+                    async with asyncio.timeout(self._stop_timeout):
+                        await asyncio.wait({reader})
+                except TimeoutError:
+                    logger.warning("%s: event lines not read to the end", self.component)
+                await stop_tasks([reader])
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.start()
+        except BaseException:
+            await self._close_session()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self.stop()
+        finally:
+            await self._close_session()
+
+    async def _close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    # -- metrics ----------------------------------------------------------------------
+
+    async def _scrape(self) -> None:
+        """Refresh the running incarnation's samples (kept when scraping fails)."""
+        if self._session is None or not self.running or not self._scraped:
+            return
+        url = f"http://{ports.LOOPBACK}:{self._metrics_port}/metrics"
+        try:
+            async with self._session.get(url) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            logger.warning("%s: scraping %s failed: %s", self.component, url, exc)
+            return
+        if response.status == 200:
+            self._scraped[-1] = parse_samples(text)
+
+    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """Upstream's metric now: the series whose labels include ``labels``, summed, over
+        every incarnation (0 when absent)."""
+        await self._scrape()
+        wanted = dict(labels or {})
+        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)
+
+    def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+        """Every series named ``name`` as of the last scrape, summed over incarnations."""
+        out: dict[tuple[tuple[str, str], ...], float] = {}
+        for samples in self._scraped:
+            for sample in samples:
+                if sample.name == name:
+                    key = tuple(sorted(sample.labels.items()))
+                    out[key] = out.get(key, 0.0) + sample.value
+        return out
+
+    def __repr__(self) -> str:
+        return f"UpstreamListener({self.component!r}, port={self._port}, running={self.running})"

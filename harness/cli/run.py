@@ -96,6 +96,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=("host", "in-cluster"),
         help="where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
     )
+    p.add_argument(
+        "--webhook-command",
+        metavar="COMMAND",
+        help="bring your own webhook: a command line taking upstream's environment contract "
+        "(WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR, KCP_CONTRACT), "
+        "run as every SKR's webhook in a network namespace of its own (default: "
+        "WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); scenarios that need our webhook's own "
+        "features are skipped with the reason",
+    )
     p.set_defaults(func=run)
 
 
@@ -159,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
         contexts=args.context,
         host_address=args.host_address,
         webhook_mode=args.webhook,
+        webhook_command=args.webhook_command,
     )
     missing = _backend_unavailable(scenarios, override)
     if missing is not None:

@@ -18,12 +18,20 @@ unchanged on every backend. Variables:
   ``WATCHER_HARNESS_HOST_BIND=0.0.0.0``), its url clientConfig and serving certificate name it;
 * ``WATCHER_HARNESS_WEBHOOK_MODE`` — ``host`` (default: the webhook runs on this host, url
   clientConfig) or ``in-cluster`` (kubeconfig and kind backends: the image behind a service
-  clientConfig, ``harness.skr.in_cluster``).
+  clientConfig, ``harness.skr.in_cluster``);
+* ``WATCHER_HARNESS_WEBHOOK_COMMAND`` — bring your own webhook: a command line (split like
+  a shell's words) run as every SKR's webhook instead of ours, given upstream's
+  environment contract (``WEBHOOK_PORT``, ``METRICS_PORT``, ``CA_CERT``, ``TLS_CERT``,
+  ``TLS_KEY``, ``KCP_ADDR``, ``KCP_CONTRACT``); host mode only;
+* ``WATCHER_HARNESS_WEBHOOK_ISOLATION`` — ``netns`` (default: such a command runs in a
+  network namespace of its own, reachable only through ``harness.skr.isolate``) or
+  ``none`` (in this host's network, where upstream's webhook binds every interface).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +50,10 @@ ENV_HOST_BIND = "WATCHER_HARNESS_HOST_BIND"
 ENV_WEBHOOK_MODE = "WATCHER_HARNESS_WEBHOOK_MODE"
 WebhookMode = Literal["host", "in-cluster"]
 WEBHOOK_MODES: tuple[WebhookMode, ...] = ("host", "in-cluster")
+ENV_WEBHOOK_COMMAND = "WATCHER_HARNESS_WEBHOOK_COMMAND"
+ENV_WEBHOOK_ISOLATION = "WATCHER_HARNESS_WEBHOOK_ISOLATION"
+WebhookIsolation = Literal["netns", "none"]
+WEBHOOK_ISOLATIONS: tuple[WebhookIsolation, ...] = ("netns", "none")
 
 
 class BackendSelectionError(ClusterError, ValueError):
@@ -69,6 +81,9 @@ class BackendChoice:
     host_bind: str | None = None
     """What the host-run webhook binds (None: the host address if it is an IP, else 0.0.0.0)."""
     webhook_mode: WebhookMode = "host"
+    webhook_command: tuple[str, ...] = ()
+    """Bring your own webhook: the argv run instead of ``watcher-webhook`` (() = ours)."""
+    webhook_isolation: WebhookIsolation = "netns"
 
     def target(self, cluster: str) -> ClusterTarget:
         """Cluster ``cluster``'s files and context (default: the context named ``cluster``)."""
@@ -89,6 +104,7 @@ class BackendOverride:
     contexts: str | None = None
     host_address: str | None = None
     webhook_mode: str | None = None
+    webhook_command: str | None = None  # a command line, split like a shell's words
 
 
 def webhook_mode(value: str, source: str) -> WebhookMode:
@@ -116,7 +132,34 @@ def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str
         "host_address": address,
         "host_bind": env.get(ENV_HOST_BIND, "").strip() or None,
         "webhook_mode": mode,
+        **_webhook_command(override, env, mode),
     }
+
+
+def _webhook_command(
+    override: BackendOverride, env: Mapping[str, str], mode: WebhookMode
+) -> dict[str, Any]:
+    """The bring-your-own webhook command (command line over environment) and isolation."""
+    text, source = override.webhook_command, "--webhook-command"
+    if text is None:
+        text, source = env.get(ENV_WEBHOOK_COMMAND, ""), ENV_WEBHOOK_COMMAND
+    try:
+        command = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
+    if command and mode != "host":
+        raise BackendSelectionError(
+            f"{source}: a webhook command runs on this host; it cannot be combined with "
+            "webhook mode in-cluster (which runs the image in the SKR)"
+        )
+    isolation = env.get(ENV_WEBHOOK_ISOLATION, "netns").strip() or "netns"
+    for known in WEBHOOK_ISOLATIONS:
+        if isolation == known:
+            return {"webhook_command": command, "webhook_isolation": known}
+    raise BackendSelectionError(
+        f"{ENV_WEBHOOK_ISOLATION}: unknown isolation {isolation!r}; use one of: "
+        f"{', '.join(WEBHOOK_ISOLATIONS)}"
+    )
 
 
 def backend_name(value: str, source: str) -> BackendName:

@@ -102,4 +102,6 @@ def skr_installation(
         log_dir=spec.log_dir,
         host_address=host_address,
         bind_host=spec.backend.host_bind,
+        command=spec.backend.webhook_command,
+        isolation=spec.backend.webhook_isolation,
     )

@@ -87,6 +87,8 @@ class RunContext:
     """The run's id (the ``runId`` binding)."""
     log_dir: Path | None = None
     """Where the scenario's logs go (full ``script`` output); ``None``: not kept."""
+    webhook_command: tuple[str, ...] = ()
+    """The bring-your-own webhook the SKRs run (() = ours): steps needing ours skip."""
     _outputs: int = 0
 
     def __post_init__(self) -> None:

@@ -122,6 +122,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("host", "in-cluster"),
         help="where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
     )
+    parser.addoption(
+        "--webhook-command",
+        default=None,
+        metavar="COMMAND",
+        help="bring your own webhook: a command taking upstream's environment contract, run "
+        "as every SKR's webhook (default: WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); "
+        "scenarios needing our webhook's own features are skipped",
+    )
 
 
 def backend_override(config: pytest.Config) -> BackendOverride:
@@ -131,6 +139,7 @@ def backend_override(config: pytest.Config) -> BackendOverride:
         contexts=config.getoption("--cluster-contexts", default=None),
         host_address=config.getoption("--cluster-host-address", default=None),
         webhook_mode=config.getoption("--cluster-webhook", default=None),
+        webhook_command=config.getoption("--webhook-command", default=None),
     )
 
 

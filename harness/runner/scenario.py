@@ -27,7 +27,7 @@ from harness.runner.backend import check_backend
 from harness.runner.context import RunContext
 from harness.runner.errors import UnsupportedScenario
 from harness.runner.session import LiveSession, Session
-from harness.runner.spec import environment_spec
+from harness.runner.spec import environment_spec, step_skip_reason
 from harness.runner.steps import OPERATION_ERRORS, run_step
 from harness.scenario import KCP, ResourceRef, Scenario, default_kymas
 from harness.scenario.values import format_duration
@@ -73,6 +73,10 @@ async def setup_kymas(session: Session, scenario: Scenario) -> None:
 async def run_steps(ctx: RunContext) -> None:
     steps = ctx.scenario.steps
     for index, step in enumerate(steps):
+        skip = step_skip_reason(step, ctx.webhook_command)
+        if skip is not None:
+            ctx.report.step(step.name, Status.SKIPPED, 0.0, error=skip)
+            continue
         if not await run_step(ctx, step):
             for skipped in steps[index + 1 :]:
                 ctx.report.step(skipped.name, Status.SKIPPED, 0.0, error="an earlier step failed")
@@ -121,6 +125,7 @@ async def run_scenario(
                 clock=time.time,
                 log_dir=log_dir,
                 run_id=options.run_id or secrets.token_hex(4),
+                webhook_command=check.choice.webhook_command if check.choice else (),
             )
             try:
                 async with asyncio.timeout(scenario.timeout) as scope:

@@ -13,6 +13,7 @@ says where the clusters come from; a scenario needing what that backend cannot d
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -33,6 +34,12 @@ from harness.scenario import (
     RotateFault,
     Scenario,
 )
+from harness.scenario.requirements import (
+    derived_from_clusters,
+    derived_from_operations,
+    missing_features,
+)
+from harness.scenario.steps import Step
 from harness.skr.certs import CertificateOverride
 from watcher.health.state import Policy
 
@@ -61,9 +68,26 @@ def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> Backe
         rotates=any(isinstance(op.fault, RotateFault | BreakFault) for op in fault_ops(scenario)),
         sync_skrs=[s.name for s in scenario.clusters.skrs if s.delivery_mode == "sync"],
     )
+    if reason is None and choice.webhook_command:
+        reason = missing_features(
+            derived_from_clusters(scenario.clusters),
+            scenario.requires.webhook,
+            shlex.join(choice.webhook_command),
+        )
     if reason is not None:
         raise BackendUnsupported(f"scenario {scenario.name!r}: {reason}")
     return choice
+
+
+def step_skip_reason(step: Step, webhook_command: tuple[str, ...]) -> str | None:
+    """Why ``step`` cannot run against the webhook ``webhook_command`` (None: it can)."""
+    if not webhook_command:
+        return None
+    return missing_features(
+        derived_from_operations(step.operations()),
+        step.requires.webhook,
+        shlex.join(webhook_command),
+    )
 
 
 def certificate_override(certificate: Certificate) -> CertificateOverride:

@@ -15,6 +15,7 @@ from harness.scenario.clusters import Backend, Clusters
 from harness.scenario.kymas import Kyma, default_kymas
 from harness.scenario.modules import Module
 from harness.scenario.references import ReferenceProblems, check_references
+from harness.scenario.requirements import Requirements
 from harness.scenario.settings import Settings
 from harness.scenario.steps import Step
 from harness.scenario.values import DnsLabel, Model, PositiveDuration
@@ -41,6 +42,9 @@ class Scenario(Model):
     values as ``${{ matrix.<key> }}`` (:mod:`harness.scenario.bindings`)."""
     bindings: dict[str, Any] = Field(default_factory=dict)
     """``${{ name }}`` values for every step (already substituted when loaded)."""
+    requires: Requirements = Field(default_factory=Requirements)
+    """Our webhook's features the whole scenario needs (:mod:`harness.scenario.requirements`);
+    against another webhook (``--webhook-command``) it is skipped with the reason."""
     steps: tuple[Step, ...] = Field(min_length=1)
 
     _source: str | None = PrivateAttr(default=None)

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from harness.scenario.operations import Operation
+from harness.scenario.requirements import Requirements
 from harness.scenario.values import Model, PositiveDuration, Text
 
 DEFAULT_STEP_TIMEOUT = 60.0
@@ -24,6 +25,13 @@ class Step(Model):
     finally_: tuple[Operation, ...] = Field(default=(), alias="finally")
     bindings: dict[str, Any] = Field(default_factory=dict)
     """``${{ name }}`` values for this step, over the scenario's (substituted when loaded)."""
+    requires: Requirements = Field(default_factory=Requirements)
+    """Our webhook's features this step needs (:mod:`harness.scenario.requirements`);
+    against another webhook it is skipped with the reason, and the scenario goes on."""
+
+    def operations(self) -> Iterator[Any]:
+        for _, operations in self.blocks():
+            yield from operations
 
     def blocks(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
         yield "try", self.try_

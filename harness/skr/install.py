@@ -38,6 +38,7 @@ from kubernetes_asyncio.client import ApiClient
 from harness.clusters import ports
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
+from harness.clusters.selection import WebhookIsolation
 from harness.kube import SECRETS, VALIDATING_WEBHOOK_CONFIGURATIONS, get
 from harness.matching.objects import match_object
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
@@ -89,6 +90,8 @@ class SkrInstallation:
         host_address: str = ports.LOOPBACK,
         bind_host: str | None = None,
         leaf: pki.Issued | None = None,
+        command: Sequence[str] = (),
+        isolation: WebhookIsolation = "netns",
     ) -> None:
         """``leaf``: the certificate KLM issued for this runtime (default: issue one from
         ``ca`` with ``certificate`` applied); ``log_dir`` keeps the webhook log after
@@ -96,7 +99,9 @@ class SkrInstallation:
         adds ``WATCHER_*`` knobs (it wins, so ``WATCHER_SPOOL_DIR=""`` also turns the
         spool off); ``spool``: see the module; ``host_address``: how the API server
         reaches this host (url clientConfig and a SAN); ``bind_host``: what the webhook
-        binds (default: see :func:`bind_address`)."""
+        binds (default: see :func:`bind_address`); ``command``: bring your own webhook
+        (any program taking upstream's environment contract, run instead of ours, in a
+        network namespace of its own unless ``isolation`` is ``none``)."""
         self.cluster = cluster
         self.runtime_id = runtime_id
         self.skr_domain = skr_domain
@@ -114,6 +119,8 @@ class SkrInstallation:
             delivery_mode=delivery_mode,
             log_level=log_level,
             extra_env=dict(extra_env or {}),
+            command=tuple(command),
+            isolation=isolation,
         )
         self._log_dir = log_dir
         self._ready_timeout = ready_timeout
@@ -245,7 +252,7 @@ class SkrInstallation:
             await self._put_secret()
             log_dir = self._log_dir or directory
             config = self._config
-            if self._spool and delivery_is_async(config):
+            if self._spool and delivery_is_async(config) and not config.command:
                 config = dataclasses.replace(config, spool_dir=directory / "spool")
             self._webhook = await stack.enter_async_context(
                 WebhookProcess(
@@ -384,6 +391,11 @@ class SkrInstallation:
                 data = pki.secret_data(new_leaf, self._ca_bundle_pem)
                 await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
                 self._leaf = new_leaf
+                if self._config.command and self.running:
+                    # Upstream's webhook reads its serving certificate once at start; KLM
+                    # restarts the pod (label pod-restart-trigger). Ours reloads files.
+                    await self.webhook.restart()
+                    changed.append("webhook restarted")
             wanted_secret = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
             if secret is None or secret.get("data") != wanted_secret["data"]:
                 await self._put_secret()

@@ -25,6 +25,7 @@ import aiohttp
 
 from harness.clusters import ports, probes
 from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
+from harness.clusters.selection import WebhookIsolation
 from harness.errors import ProcessExitedEarly
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -68,6 +69,9 @@ class WebhookConfig:
     # contract, run instead of ``watcher-webhook``. Ready = its admission port completes a
     # TLS handshake and answers HTTP (any status): no /readyz is part of that contract.
     command: tuple[str, ...] = ()
+    # ``netns``: the command runs in a network namespace of its own (upstream's binds every
+    # interface), bridged by ``harness.skr.isolate``; ``none``: in this host's network.
+    isolation: WebhookIsolation = "netns"
 
 
 @dataclass(frozen=True)
@@ -101,19 +105,21 @@ def webhook_env(
     KCP_CONTRACT) plus the bind hosts (admission: ``config.bind_host``; metrics: loopback),
     delivery mode, reload interval and spool directory;
     ``base`` (default ``os.environ``) provides PATH and the like, ``config.extra_env`` wins
-    over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off)."""
+    over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off).
+
+    A bring-your-own command (``config.command``) gets upstream's variables only (and
+    ``config.extra_env``): none of ours, also none inherited from ``base``."""
     env = dict(os.environ if base is None else base)
+    if config.command:
+        env = {k: v for k, v in env.items() if not k.startswith("WATCHER_")}
+        env.update(upstream_contract(config, tls, webhook_port, metrics_port))
+        env.update(config.extra_env)
+        return env
+    env.update(upstream_contract(config, tls, webhook_port, metrics_port))
     env.update(
         {
             "WEBHOOK_HOST": config.bind_host,
-            "WEBHOOK_PORT": str(webhook_port),
             "METRICS_HOST": ports.LOOPBACK,
-            "METRICS_PORT": str(metrics_port),
-            "CA_CERT": str(tls.ca_cert),
-            "TLS_CERT": str(tls.tls_cert),
-            "TLS_KEY": str(tls.tls_key),
-            "KCP_ADDR": config.kcp_addr,
-            "KCP_CONTRACT": config.contract,
             "WATCHER_DELIVERY_MODE": config.delivery_mode,
             "WATCHER_LOG_LEVEL": config.log_level,
             "WATCHER_TLS_RELOAD_SECONDS": f"{config.tls_reload_seconds:g}",
@@ -123,6 +129,21 @@ def webhook_env(
         env["WATCHER_SPOOL_DIR"] = str(config.spool_dir)
     env.update(config.extra_env)
     return env
+
+
+def upstream_contract(
+    config: WebhookConfig, tls: TlsPaths, webhook_port: int, metrics_port: int
+) -> dict[str, str]:
+    """The environment KLM's Deployment gives upstream's webhook (reference §2)."""
+    return {
+        "WEBHOOK_PORT": str(webhook_port),
+        "METRICS_PORT": str(metrics_port),
+        "CA_CERT": str(tls.ca_cert),
+        "TLS_CERT": str(tls.tls_cert),
+        "TLS_KEY": str(tls.tls_key),
+        "KCP_ADDR": config.kcp_addr,
+        "KCP_CONTRACT": config.contract,
+    }
 
 
 class WebhookProcess:
@@ -224,7 +245,7 @@ class WebhookProcess:
             self.config, self.tls, webhook_port=self.webhook_port, metrics_port=self.metrics_port
         )
         if self.config.command:
-            argv, probe = list(self.config.command), self._admission_probe()
+            argv, probe = self._command_argv(), self._admission_probe()
         else:
             argv = [webhook_executable()]
             probe = probes.http_probe(
@@ -242,6 +263,27 @@ class WebhookProcess:
         self._process = process
         self.records.append(process.record)
         await process.__aenter__()
+
+    def _command_argv(self) -> list[str]:
+        """The bring-your-own command, inside its own network namespace unless isolation
+        is off (see :mod:`harness.skr.isolate`)."""
+        command = list(self.config.command)
+        if self.config.isolation == "none":
+            return command
+        bind = self.config.bind_host
+        return [
+            sys.executable,
+            "-m",
+            "harness.skr.isolate",
+            "--admission",
+            f"{bind}:{self.webhook_port}",
+            "--metrics",
+            f"{ports.LOOPBACK}:{self.metrics_port}",
+            "--kcp",
+            self.config.kcp_addr,
+            "--",
+            *command,
+        ]
 
     def _admission_probe(self) -> Probe:
         """Ready when the admission port answers HTTPS at all (its certificate is not checked

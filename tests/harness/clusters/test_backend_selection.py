@@ -86,3 +86,34 @@ def test_only_the_local_backend_can_stop_api_servers() -> None:
     assert reason is not None
     assert reason.startswith("the kubeconfig backend does not own the clusters' API server")
     assert "(fault targets: apiserver/kcp, apiserver/skr-a)" in reason
+
+
+def test_a_webhook_command_comes_from_the_command_line_over_the_environment() -> None:
+    env = {"WATCHER_HARNESS_WEBHOOK_COMMAND": "/opt/webhook --v=2 'a b'"}
+    assert choose_backend("local", env=env).webhook_command == ("/opt/webhook", "--v=2", "a b")
+    override = BackendOverride(webhook_command="other")
+    assert choose_backend("local", env=env, override=override).webhook_command == ("other",)
+    assert choose_backend("local", env={}).webhook_command == ()
+    assert choose_backend("local", env={}).webhook_isolation == "netns"
+    none = {"WATCHER_HARNESS_WEBHOOK_ISOLATION": "none"}
+    assert choose_backend("local", env=none).webhook_isolation == "none"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"WATCHER_HARNESS_WEBHOOK_COMMAND": "webhook 'unclosed"}, "is not a command line"),
+        ({"WATCHER_HARNESS_WEBHOOK_ISOLATION": "chroot"}, "unknown isolation 'chroot'"),
+        (
+            {
+                "WATCHER_HARNESS_BACKEND": "kind",
+                "WATCHER_HARNESS_WEBHOOK_MODE": "in-cluster",
+                "WATCHER_HARNESS_WEBHOOK_COMMAND": "webhook",
+            },
+            "cannot be combined with webhook mode in-cluster",
+        ),
+    ],
+)
+def test_bad_webhook_commands_say_what_is_wrong(env: dict[str, str], message: str) -> None:
+    with pytest.raises(BackendSelectionError, match=message):
+        choose_backend("local", env=env)

@@ -1,0 +1,274 @@
+"""Run a webhook command in a network namespace of its own, reachable only through us.
+
+A bring-your-own webhook (``--webhook-command``) takes upstream's environment contract,
+and upstream's binary binds every interface (``:8443``, ``:2112``): run as it is, it would
+listen on this host's every address. This launcher gives it a network namespace with
+nothing but its own loopback and bridges exactly three TCP paths through Unix sockets
+(the filesystem is shared, the network is not)::
+
+    this host's network (launcher)          the command's namespace (bridge, then command)
+    TCP <admission> ──▶ admission.sock ──▶ TCP 127.0.0.1:<WEBHOOK_PORT>
+    TCP <metrics>   ──▶ metrics.sock   ──▶ TCP 127.0.0.1:<METRICS_PORT>
+    TCP <gateway>   ◀── kcp.sock       ◀── TCP 127.0.0.1:<port of KCP_ADDR>
+
+Bytes pass unchanged (TLS end to end), so the API server, the harness's probes and the
+gateway see the command as if it listened on ``<admission>`` itself, and the command
+reaches the gateway at ``KCP_ADDR=127.0.0.1:<gateway port>`` — an address whose
+certificate SAN (``127.0.0.1``) the gateway's serving certificate carries.
+
+All three processes share one process group (the caller's ``OwnedProcess`` stops it by
+group id): SIGTERM reaches the command directly; the launcher and the bridge keep
+bridging until it has exited (so a draining webhook still reaches the KCP) and then exit
+with its status. A namespace needs ``CAP_SYS_ADMIN`` (root here); without it the
+launcher exits 3 saying so.
+
+Usage (what :class:`harness.skr.webhook.WebhookProcess` runs)::
+
+    python -m harness.skr.isolate --admission 127.0.0.1:8443 --metrics 127.0.0.1:2112 \\
+        --kcp 127.0.0.1:30443 -- CMD [ARG...]
+
+The command gets the environment of this process with ``KCP_ADDR`` pointed at the
+bridge; ``WEBHOOK_PORT`` and ``METRICS_PORT`` must be the admission and metrics ports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import struct
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+EXIT_NO_NAMESPACE = 3
+LOOPBACK = "127.0.0.1"
+PROG = "python -m harness.skr.isolate"
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--admission", type=_address, required=True, help="HOST:PORT to serve")
+    p.add_argument("--metrics", type=_address, required=True, help="HOST:PORT to serve")
+    p.add_argument("--kcp", type=_address, required=True, help="the gateway's HOST:PORT")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG...]")
+    return p
+
+
+def enter_own_network() -> None:
+    """Move this process into a new network namespace and bring its loopback up."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"unshare(CLONE_NEWNET): {os.strerror(code)}")
+    with socket.socket() as s:
+        request = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
+
+
+# -- byte bridging ----------------------------------------------------------------------
+
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Opener = Callable[[], Awaitable[Streams]]
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        pass
+
+
+def _bridge(opener: Opener) -> Handler:
+    """A connection handler that opens the far side with ``opener`` and copies both ways;
+    the client's connection is closed at once when the far side cannot be reached."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            far_reader, far_writer = await opener()
+        except OSError:
+            writer.close()
+            return
+        try:
+            await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
+        finally:
+            for w in (writer, far_writer):
+                w.close()
+                with contextlib.suppress(OSError, ConnectionError):
+                    await w.wait_closed()
+
+    return handle
+
+
+def _tcp(address: tuple[str, int]) -> Opener:
+    return lambda: asyncio.open_connection(*address)
+
+
+def _unix(path: Path) -> Opener:
+    return lambda: asyncio.open_unix_connection(str(path))
+
+
+# -- the two sides ----------------------------------------------------------------------
+
+
+async def _serve_until(servers: Sequence[asyncio.Server], finished: Awaitable[int]) -> int:
+    """Serve until ``finished`` gives the command's exit status; SIGTERM does not stop
+    us (the command gets it too and decides when it is done)."""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: None)
+    loop.add_signal_handler(signal.SIGINT, lambda: None)
+    try:
+        return await finished
+    finally:
+        for server in servers:
+            server.close()
+
+
+def _wait_status(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+async def _host_side(
+    listening: Sequence[socket.socket], kcp_address: tuple[str, int], child: int, run: Path
+) -> int:
+    """This host's network: admission and metrics into the namespace, the KCP out of it."""
+    admission, metrics, kcp = listening
+    servers = [
+        await asyncio.start_server(_bridge(_unix(run / "admission.sock")), sock=admission),
+        await asyncio.start_server(_bridge(_unix(run / "metrics.sock")), sock=metrics),
+        await asyncio.start_unix_server(_bridge(_tcp(kcp_address)), sock=kcp),
+    ]
+    finished = asyncio.get_running_loop().run_in_executor(None, _wait_status, child)
+    return await _serve_until(servers, finished)
+
+
+async def _namespace_side(
+    admission_port: int, metrics_port: int, kcp_port: int, run: Path, command: Sequence[str]
+) -> int:
+    """The command's namespace: its two ports out, its KCP requests to the host side."""
+    servers = [
+        await asyncio.start_unix_server(
+            _bridge(_tcp((LOOPBACK, admission_port))), path=str(run / "admission.sock")
+        ),
+        await asyncio.start_unix_server(
+            _bridge(_tcp((LOOPBACK, metrics_port))), path=str(run / "metrics.sock")
+        ),
+        await asyncio.start_server(_bridge(_unix(run / "kcp.sock")), LOOPBACK, kcp_port),
+    ]
+    env = dict(os.environ, KCP_ADDR=f"{LOOPBACK}:{kcp_port}")
+    try:
+        process = await asyncio.create_subprocess_exec(*command, env=env)
+    except OSError as exc:
+        print(f"{PROG}: cannot run {command[0]!r}: {exc}", file=sys.stderr)
+        return 127
+    return await _serve_until(servers, process.wait())
+
+
+def _listen(address: tuple[str, int]) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(address)
+    except OSError:
+        s.close()
+        raise
+    s.listen(128)
+    return s
+
+
+def _start_namespace_side(
+    args: argparse.Namespace, command: list[str], run: Path, inherited: Sequence[socket.socket]
+) -> int:
+    """Fork the namespace side; return its pid once its namespace exists (or raise)."""
+    ready_r, ready_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(ready_r)
+        for s in inherited:  # the host side's sockets stay with the host side
+            s.close()
+        try:
+            enter_own_network()
+        except OSError as exc:
+            os.write(ready_w, str(exc).encode() or b"failed")
+            os._exit(EXIT_NO_NAMESPACE)
+        os.close(ready_w)
+        code = asyncio.run(
+            _namespace_side(args.admission[1], args.metrics[1], args.kcp[1], run, command)
+        )
+        os._exit(code if 0 <= code < 256 else 1)
+    os.close(ready_w)
+    with os.fdopen(ready_r, "rb") as ready:
+        failure = ready.read()
+    if failure:
+        _wait_status(child)
+        raise NamespaceUnavailable(failure.decode(errors="replace"))
+    return child
+
+
+class NamespaceUnavailable(OSError):
+    """The kernel refused a new network namespace (no CAP_SYS_ADMIN)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        print(f"{PROG}: error: no command after --", file=sys.stderr)
+        return 2
+    run = Path(tempfile.mkdtemp(prefix="webhook-netns-"))
+    listening: list[socket.socket] = []
+    try:
+        try:
+            listening += [_listen(args.admission), _listen(args.metrics)]
+        except OSError as exc:
+            print(f"{PROG}: cannot listen: {exc}", file=sys.stderr)
+            return 1
+        kcp = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        kcp.bind(str(run / "kcp.sock"))
+        kcp.listen(128)
+        listening.append(kcp)
+        try:
+            child = _start_namespace_side(args, command, run, listening)
+        except NamespaceUnavailable as exc:
+            print(
+                f"{PROG}: cannot give the webhook a network namespace of its own ({exc}); "
+                "this needs CAP_SYS_ADMIN (run as root) — or set "
+                "WATCHER_HARNESS_WEBHOOK_ISOLATION=none to run the command in this host's "
+                "network, where upstream's webhook binds every interface",
+                file=sys.stderr,
+            )
+            return EXIT_NO_NAMESPACE
+        return asyncio.run(_host_side(listening, args.kcp, child, run))
+    finally:
+        for s in listening:
+            s.close()
+        shutil.rmtree(run, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

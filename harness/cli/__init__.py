@@ -3,7 +3,8 @@
 ``run`` runs scenarios and writes reports; ``up`` keeps an environment running for manual
 exploration (``health`` prints its watcher-health table); ``validate`` checks scenario
 files; ``list`` shows the scenarios; ``render`` writes the installable SKR and KCP
-manifests. One module per command group.
+manifests; ``conformance`` checks a webhook or listener implementation against upstream's
+wire behaviour. One module per command group.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from harness.cli import health, render, run, scenarios, up
+from harness.cli import conformance, health, render, run, scenarios, up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     scenarios.register(sub)
     run.register(sub)
     render.register(sub)
+    conformance.register(sub)
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     return func(args)

@@ -34,8 +34,8 @@ from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
+from harness.kcp.listener_process import ListenerProcess, upstream_command
 from harness.kcp.listeners import Implementation, ManagerListener
-from harness.kcp.upstream_listener import UpstreamListener
 from harness.kube import (
     KYMAS,
     VIRTUAL_SERVICES,
@@ -193,14 +193,14 @@ class WatcherEnvironment:
         self.registry.register(service[0], service[1], service[2], ("127.0.0.1", host.port))
         return host
 
-    async def _upstream_listener(self, component: str, service: Service) -> UpstreamListener:
+    async def _upstream_listener(self, component: str, service: Service) -> ListenerProcess:
         binary = await asyncio.to_thread(ensure_upstream_listener)
         log_dir = self.spec.log_dir or self.workdir
         listener = await self.stack.enter_async_context(
-            UpstreamListener(
+            ListenerProcess(
                 component,
                 self.log.recorder(component).consume,
-                binary=binary,
+                command=upstream_command(binary),
                 log_path=log_dir / f"upstream-listener-{component}.log",
             )
         )

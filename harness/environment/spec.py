@@ -56,7 +56,7 @@ class SkrSpec:
 @dataclass(frozen=True)
 class ListenerSpec:
     """Another manager's listener behind the gateway, reachable as ``service``, served by
-    ours or by upstream's Go listener (``harness.kcp.upstream_listener``)."""
+    ours or by upstream's Go listener (``harness.kcp.listener_process``)."""
 
     component: str
     service: Service

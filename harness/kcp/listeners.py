@@ -2,7 +2,7 @@
 
 Ours runs in the harness process (:class:`~harness.kcp.lifecycle_manager.events.ListenerHost`
 around :class:`watcher.listener.Listener`); upstream's Go listener runs as a process of its
-own (:class:`~harness.kcp.upstream_listener.UpstreamListener`). Both give every accepted
+own (:class:`~harness.kcp.listener_process.ListenerProcess`). Both give every accepted
 event to the same callback, keep their port across ``stop``/``start`` (so the gateway's
 route stays valid) and answer metric reads summed over their incarnations.
 """

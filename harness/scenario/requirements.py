@@ -22,7 +22,7 @@ from harness.scenario.expectations import MetricExpectation
 from harness.scenario.operations import ExpectOp, Operation
 from harness.scenario.values import Model
 
-WebhookFeature = Literal["async-delivery", "spool", "metrics", "settings"]
+WebhookFeature = Literal["async-delivery", "spool", "metrics", "settings", "certificate-reload"]
 
 WEBHOOK_FEATURES: Mapping[WebhookFeature, str] = {
     "async-delivery": "answers at once and delivers after, retrying, so an event outlives an "
@@ -31,6 +31,9 @@ WEBHOOK_FEATURES: Mapping[WebhookFeature, str] = {
     "metrics": "exports metrics upstream's webhook has not (watcher_delivery_*, "
     "watcher_events_*, watcher_spool_*, ...)",
     "settings": "takes our WATCHER_* settings (delivery mode, retries, queue, spool)",
+    "certificate-reload": "takes a renewed certificate from the mounted files without a "
+    "restart (upstream's reads it once; KLM restarts the pod), so a rotation loses no "
+    "admission",
 }
 
 UPSTREAM_WEBHOOK_METRICS = frozenset(

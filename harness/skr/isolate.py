@@ -66,7 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--admission", type=_address, required=True, help="HOST:PORT to serve")
     p.add_argument("--metrics", type=_address, required=True, help="HOST:PORT to serve")
-    p.add_argument("--kcp", type=_address, required=True, help="the gateway's HOST:PORT")
+    p.add_argument(
+        "--kcp", type=_address, help="the gateway's HOST:PORT (left out: KCP_ADDR stays unset)"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG...]")
     return p
 
@@ -152,21 +154,22 @@ def _wait_status(pid: int) -> int:
 
 
 async def _host_side(
-    listening: Sequence[socket.socket], kcp_address: tuple[str, int], child: int, run: Path
+    listening: Sequence[socket.socket], kcp_address: tuple[str, int] | None, child: int, run: Path
 ) -> int:
     """This host's network: admission and metrics into the namespace, the KCP out of it."""
-    admission, metrics, kcp = listening
+    admission, metrics, *kcp = listening
     servers = [
         await asyncio.start_server(_bridge(_unix(run / "admission.sock")), sock=admission),
         await asyncio.start_server(_bridge(_unix(run / "metrics.sock")), sock=metrics),
-        await asyncio.start_unix_server(_bridge(_tcp(kcp_address)), sock=kcp),
     ]
+    if kcp_address is not None:
+        servers.append(await asyncio.start_unix_server(_bridge(_tcp(kcp_address)), sock=kcp[0]))
     finished = asyncio.get_running_loop().run_in_executor(None, _wait_status, child)
     return await _serve_until(servers, finished)
 
 
 async def _namespace_side(
-    admission_port: int, metrics_port: int, kcp_port: int, run: Path, command: Sequence[str]
+    admission_port: int, metrics_port: int, kcp_port: int | None, run: Path, command: Sequence[str]
 ) -> int:
     """The command's namespace: its two ports out, its KCP requests to the host side."""
     servers = [
@@ -176,9 +179,14 @@ async def _namespace_side(
         await asyncio.start_unix_server(
             _bridge(_tcp((LOOPBACK, metrics_port))), path=str(run / "metrics.sock")
         ),
-        await asyncio.start_server(_bridge(_unix(run / "kcp.sock")), LOOPBACK, kcp_port),
     ]
-    env = dict(os.environ, KCP_ADDR=f"{LOOPBACK}:{kcp_port}")
+    env = dict(os.environ)
+    env.pop("KCP_ADDR", None)
+    if kcp_port is not None:
+        servers.append(
+            await asyncio.start_server(_bridge(_unix(run / "kcp.sock")), LOOPBACK, kcp_port)
+        )
+        env["KCP_ADDR"] = f"{LOOPBACK}:{kcp_port}"
     try:
         process = await asyncio.create_subprocess_exec(*command, env=env)
     except OSError as exc:
@@ -215,8 +223,9 @@ def _start_namespace_side(
             os.write(ready_w, str(exc).encode() or b"failed")
             os._exit(EXIT_NO_NAMESPACE)
         os.close(ready_w)
+        kcp_port = args.kcp[1] if args.kcp is not None else None
         code = asyncio.run(
-            _namespace_side(args.admission[1], args.metrics[1], args.kcp[1], run, command)
+            _namespace_side(args.admission[1], args.metrics[1], kcp_port, run, command)
         )
         os._exit(code if 0 <= code < 256 else 1)
     os.close(ready_w)
@@ -248,10 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             print(f"{PROG}: cannot listen: {exc}", file=sys.stderr)
             return 1
-        kcp = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        kcp.bind(str(run / "kcp.sock"))
-        kcp.listen(128)
-        listening.append(kcp)
+        if args.kcp is not None:
+            kcp = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            kcp.bind(str(run / "kcp.sock"))
+            kcp.listen(128)
+            listening.append(kcp)
         try:
             child = _start_namespace_side(args, command, run, listening)
         except NamespaceUnavailable as exc:

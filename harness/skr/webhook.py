@@ -111,7 +111,7 @@ def webhook_env(
     ``config.extra_env``): none of ours, also none inherited from ``base``."""
     env = dict(os.environ if base is None else base)
     if config.command:
-        env = {k: v for k, v in env.items() if not k.startswith("WATCHER_")}
+        env = {k: v for k, v in env.items() if not k.startswith("WATCHER_") and k != "KCP_ADDR"}
         env.update(upstream_contract(config, tls, webhook_port, metrics_port))
         env.update(config.extra_env)
         return env
@@ -135,7 +135,7 @@ def upstream_contract(
     config: WebhookConfig, tls: TlsPaths, webhook_port: int, metrics_port: int
 ) -> dict[str, str]:
     """The environment KLM's Deployment gives upstream's webhook (reference §2)."""
-    return {
+    env = {
         "WEBHOOK_PORT": str(webhook_port),
         "METRICS_PORT": str(metrics_port),
         "CA_CERT": str(tls.ca_cert),
@@ -144,6 +144,9 @@ def upstream_contract(
         "KCP_ADDR": config.kcp_addr,
         "KCP_CONTRACT": config.contract,
     }
+    if not config.kcp_addr:  # "" = unset (what does an implementation do without it?)
+        del env["KCP_ADDR"]
+    return env
 
 
 class WebhookProcess:
@@ -208,7 +211,11 @@ class WebhookProcess:
     # -- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()  # the probe session too
+            raise
         return self
 
     async def __aexit__(
@@ -271,19 +278,12 @@ class WebhookProcess:
         if self.config.isolation == "none":
             return command
         bind = self.config.bind_host
-        return [
-            sys.executable,
-            "-m",
-            "harness.skr.isolate",
-            "--admission",
-            f"{bind}:{self.webhook_port}",
-            "--metrics",
-            f"{ports.LOOPBACK}:{self.metrics_port}",
-            "--kcp",
-            self.config.kcp_addr,
-            "--",
-            *command,
-        ]
+        argv = [sys.executable, "-m", "harness.skr.isolate"]
+        argv += ["--admission", f"{bind}:{self.webhook_port}"]
+        argv += ["--metrics", f"{ports.LOOPBACK}:{self.metrics_port}"]
+        if self.config.kcp_addr:
+            argv += ["--kcp", self.config.kcp_addr]
+        return [*argv, "--", *command]
 
     def _admission_probe(self) -> Probe:
         """Ready when the admission port answers HTTPS at all (its certificate is not checked

@@ -4,7 +4,8 @@ Behind a gateway with mTLS (``trusted_gateways``), a TLS peer that is not on the
 allow-list gets 403 ``untrusted-proxy`` before anything else is looked at (upstream leaves
 this to Istio's mesh). Then the order and status codes follow upstream's listener
 (reference §5) so SKR-side retry logic behaves the same: 413 body too large → 405 not
-POST → 400 wrong contract → 500 body unreadable → 400 not a WatchEvent (upstream: 500) →
+POST → 400 wrong contract (upstream today routes only ``/v2``: 404) → 500 body unreadable
+→ 400 not a WatchEvent (upstream: 500) →
 401 no usable client certificate → 400 empty CN → 403 a verify hook refused → 503
 consumer too slow → 200. Every error is JSON ``{"error": ..., "reason": ...}``.
 

@@ -25,7 +25,7 @@ from harness.environment import (
     watcher_environment,
 )
 from harness.environment.spec import ListenerSpec
-from harness.kcp.upstream_listener import UpstreamListener
+from harness.kcp.listener_process import ListenerProcess
 from harness.kube import KYMAS, create_or_replace, delete, merge_patch
 from watcher.render.watcher_cr import klm_watcher_dict, watcher_dict
 
@@ -81,7 +81,8 @@ async def test_each_write_kind_is_one_event_at_upstreams_listener(
     env: WatcherEnvironment,
 ) -> None:
     host = env.listeners[MANAGER]
-    assert isinstance(host, UpstreamListener) and host.url.startswith("http://")
+    assert isinstance(host, ListenerProcess) and host.implementation == "upstream"
+    assert host.url.startswith("http://")
     probe = {
         "apiVersion": "operator.kyma-project.io/v1beta2",
         "kind": "Kyma",

@@ -1,29 +1,29 @@
-"""Upstream's Go listener for one manager, as a process behind the gateway in place of ours.
+"""A manager's listener as a process of its own: upstream's Go listener, or any command.
 
 ``tools/upstream-listener`` wraps ``github.com/kyma-project/runtime-watcher/listener``
 (``event.NewSKREventListener``, plain HTTP on ``/v2/<component>/event``, runtime id from
 the XFCC certificate's CN, no verify function) in a program that prints every event it
 hands over as one JSON line on stdout (:mod:`watcher.listener.event_lines`) and serves
-upstream's ``watcher_listener_*`` metrics on a second loopback port.
-:class:`UpstreamListener` owns successive incarnations of that program on the same ports
-(so the gateway's route stays valid across a ``stop``/``start`` fault), reads the event
-lines as they come and gives each to ``callback`` — the same callback and the same
-:class:`~watcher.listener.ListenerEvent` as an in-process listener's, so its events count
-in every expectation like ours.
+upstream's ``watcher_listener_*`` metrics on a second loopback port; ``watcher-listener``
+prints the same lines. :class:`ListenerProcess` owns successive incarnations of such a
+command on the same ports (so the gateway's route stays valid across a ``stop``/``start``
+fault), reads the event lines as they come and gives each to ``callback`` — the same
+callback and the same :class:`~watcher.listener.ListenerEvent` as an in-process
+listener's, so its events count in every expectation like ours.
 
-What it does not do, because upstream does not: SAN pinning (no verify function since
-Dec 2025) and TLS (Istio's sidecar terminates the mesh's mTLS in front of it; the gateway
-reaches it over plain HTTP, ``EnvoyGateway.reach_plaintext``).
+What upstream's does not do, and so the environment does not ask of it: SAN pinning (no
+verify function since Dec 2025) and TLS (Istio's sidecar terminates the mesh's mTLS in
+front of it; the gateway reaches it over plain HTTP, ``EnvoyGateway.reach_plaintext``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Self
+from typing import Self
 
 import aiohttp
 
@@ -32,37 +32,73 @@ from harness.clusters import ports, probes
 from harness.clusters.process import OwnedProcess
 from harness.errors import HarnessError, ProcessExitedEarly
 from harness.expect.prom import Sample, parse_samples, sample_sum
+from harness.kcp.listeners import Implementation
 from watcher.listener import ListenerEvent
 from watcher.listener.event_lines import parse_event_line
 
-logger = logging.getLogger("harness.kcp.upstream_listener")
+logger = logging.getLogger("harness.kcp.listener_process")
 
 EventCallback = Callable[[ListenerEvent], Awaitable[None]]
+ListenerCommand = Callable[[str, int, int], list[str]]
+"""(component, port, metrics port) → the argv of one incarnation (loopback only)."""
 PORT_ATTEMPTS = 3
 
 
-class UpstreamListenerError(HarnessError, RuntimeError):
+class ListenerProcessError(HarnessError, RuntimeError):
     """The process is not running (or already is) when the call needs the other state."""
 
 
-class UpstreamListener(Service):
-    """``async with UpstreamListener(component, callback, binary=..., log_path=...) as l:``."""
+def upstream_command(binary: Path) -> ListenerCommand:
+    """Upstream's Go listener, built from ``tools/upstream-listener``."""
 
-    implementation: Final = "upstream"
+    def argv(component: str, port: int, metrics_port: int) -> list[str]:
+        return [
+            str(binary),
+            *("--component", component, "--host", ports.LOOPBACK),
+            *("--port", str(port), "--metrics-port", str(metrics_port)),
+        ]
+
+    return argv
+
+
+def template_command(words: Sequence[str]) -> ListenerCommand:
+    """Any listener: ``words`` with ``{component}``, ``{host}``, ``{port}`` and
+    ``{metrics_port}`` filled in (e.g. ``watcher-listener --component {component}
+    --port {port} --insecure-trust-any-xfcc``)."""
+
+    def argv(component: str, port: int, metrics_port: int) -> list[str]:
+        values = {
+            "component": component,
+            "host": ports.LOOPBACK,
+            "port": str(port),
+            "metrics_port": str(metrics_port),
+        }
+        return [word.format(**values) for word in words]
+
+    return argv
+
+
+class ListenerProcess(Service):
+    """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``."""
 
     def __init__(
         self,
         component: str,
         callback: EventCallback,
         *,
-        binary: Path,
+        command: ListenerCommand,
         log_path: Path,
+        implementation: Implementation = "upstream",
+        metrics_on_own_port: bool = True,
         ready_timeout: float = 20.0,
         stop_timeout: float = 10.0,
     ) -> None:
         self.component = component
+        self.implementation: Implementation = implementation
         self._callback = callback
-        self._binary = binary
+        self._command = command
+        self._metrics_on_own_port = metrics_on_own_port
+        """False: ``/metrics`` is served on the event port (ours), not ``{metrics_port}``."""
         self.log_path = log_path
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
@@ -85,7 +121,7 @@ class UpstreamListener(Service):
     @property
     def port(self) -> int:
         if not self._port:
-            raise UpstreamListenerError(f"listener {self.component!r} was never started")
+            raise ListenerProcessError(f"listener {self.component!r} was never started")
         return self._port
 
     @property
@@ -105,7 +141,7 @@ class UpstreamListener(Service):
     async def start(self) -> None:
         """Start an incarnation on the same ports; ready once its event path answers."""
         if self.running:
-            raise UpstreamListenerError(f"listener {self.component!r} is already running")
+            raise ListenerProcessError(f"listener {self.component!r} is already running")
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
         if self._port:
@@ -123,21 +159,11 @@ class UpstreamListener(Service):
 
     async def _start_once(self) -> None:
         assert self._session is not None
-        argv = [
-            str(self._binary),
-            "--component",
-            self.component,
-            "--host",
-            ports.LOOPBACK,
-            "--port",
-            str(self._port),
-            "--metrics-port",
-            str(self._metrics_port),
-        ]
-        # Upstream answers a GET on its event path 405: the route is served.
+        argv = self._command(self.component, self._port, self._metrics_port)
+        # A GET on the event path is answered 405 (upstream's and ours): it is served.
         probe = probes.http_probe(self._session, self.event_url, lambda status, _: status == 405)
         process = OwnedProcess(
-            f"upstream-listener-{self.component}",
+            f"{self.implementation}-listener-{self.component}",
             argv,
             log_path=self.log_path,
             probe=probe,
@@ -147,7 +173,7 @@ class UpstreamListener(Service):
         )
         await process.start()
         # Read from the first byte on: the pipe must never fill while we wait for ready.
-        self._reader = spawn(self._read(process), f"upstream-listener-{self.component}-events")
+        self._reader = spawn(self._read(process), f"listener-{self.component}-events")
         try:
             await process.wait_ready()
         except BaseException:
@@ -227,7 +253,8 @@ class UpstreamListener(Service):
         """Refresh the running incarnation's samples (kept when scraping fails)."""
         if self._session is None or not self.running or not self._scraped:
             return
-        url = f"http://{ports.LOOPBACK}:{self._metrics_port}/metrics"
+        port = self._metrics_port if self._metrics_on_own_port else self._port
+        url = f"http://{ports.LOOPBACK}:{port}/metrics"
         try:
             async with self._session.get(url) as response:
                 text = await response.text()
@@ -255,4 +282,4 @@ class UpstreamListener(Service):
         return out
 
     def __repr__(self) -> str:
-        return f"UpstreamListener({self.component!r}, port={self._port}, running={self.running})"
+        return f"ListenerProcess({self.component!r}, port={self._port}, running={self.running})"

@@ -1,4 +1,4 @@
-"""UpstreamListener: a listener process on the same ports across restarts, its stdout
+"""ListenerProcess: a listener process on the same ports across restarts, its stdout
 event lines to one callback, its metrics summed over incarnations.
 
 A small Python stand-in speaks the wrapper's interface (``--component --host --port
@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from harness.errors import ProcessExitedEarly
-from harness.kcp.upstream_listener import UpstreamListener, UpstreamListenerError
+from harness.kcp.listener_process import ListenerProcess, ListenerProcessError, upstream_command
 from watcher.listener import ListenerEvent
 
 STAND_IN = """
@@ -87,7 +87,9 @@ async def test_restart_keeps_ports_events_and_counters(
     async def take(event: ListenerEvent) -> None:
         got.append(event)
 
-    listener = UpstreamListener("probe", take, binary=binary, log_path=tmp_path / "l.log")
+    listener = ListenerProcess(
+        "probe", take, command=upstream_command(binary), log_path=tmp_path / "l.log"
+    )
     async with listener, aiohttp.ClientSession() as session:
         assert listener.url.startswith("http://127.0.0.1:")
         port, url = listener.port, listener.event_url
@@ -99,7 +101,7 @@ async def test_restart_keeps_ports_events_and_counters(
         await listener.start()
         assert listener.port == port
         assert await post(session, url, "runtime-b") == 200
-        with pytest.raises(UpstreamListenerError, match="already running"):
+        with pytest.raises(ListenerProcessError, match="already running"):
             await listener.start()
         async with asyncio.timeout(5):
             while len(got) < 2:
@@ -128,7 +130,9 @@ async def test_a_failing_callback_is_counted_and_the_next_event_taken(
         if len(calls) == 1:
             raise RuntimeError("consumer bug")
 
-    listener = UpstreamListener("probe", flaky, binary=binary, log_path=tmp_path / "l.log")
+    listener = ListenerProcess(
+        "probe", flaky, command=upstream_command(binary), log_path=tmp_path / "l.log"
+    )
     async with listener, aiohttp.ClientSession() as session:
         for runtime in ("runtime-a", "runtime-b"):
             assert await post(session, listener.event_url, runtime) == 200
@@ -145,7 +149,9 @@ async def test_a_program_that_exits_at_start_is_reported_with_its_log(
     async def take(event: ListenerEvent) -> None:
         raise AssertionError("no event expected")
 
-    listener = UpstreamListener("crash", take, binary=binary, log_path=tmp_path / "l.log")
+    listener = ListenerProcess(
+        "crash", take, command=upstream_command(binary), log_path=tmp_path / "l.log"
+    )
     with pytest.raises(ProcessExitedEarly, match="cannot start"):
         async with listener:
             pass

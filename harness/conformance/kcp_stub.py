@@ -1,0 +1,110 @@
+"""The KCP as a webhook conformance check sees it: every request, byte for byte.
+
+An HTTPS server on loopback that requires a client certificate from the test CA (TLS 1.3,
+as KLM's gateway) and records, per request, the method, path, headers, exact body, the
+client certificate's CN and the negotiated TLS version, then answers 200 with an empty
+body, as upstream's listener does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from aiohttp import web
+
+from harness.clusters.ports import LOOPBACK
+
+
+@dataclass(frozen=True)
+class KcpRequest:
+    method: str
+    path: str
+    content_type: str
+    body: bytes
+    client_cn: str
+    tls_version: str
+
+
+def _common_name(peer: object) -> str:
+    if not isinstance(peer, dict):
+        return ""
+    for rdn in peer.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return ""
+
+
+class KcpStub:
+    """``async with KcpStub(cert, key, ca) as kcp:`` → ``kcp.address``, ``kcp.requests``."""
+
+    def __init__(self, cert: Path, key: Path, ca: Path) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_3
+        context.load_cert_chain(cert, key)
+        context.load_verify_locations(cafile=str(ca))
+        context.verify_mode = ssl.CERT_REQUIRED
+        self._context = context
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.requests: list[KcpRequest] = []
+        self._arrived = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        transport = request.transport
+        ssl_object = transport.get_extra_info("ssl_object") if transport else None
+        self.requests.append(
+            KcpRequest(
+                method=request.method,
+                path=request.path_qs,
+                content_type=request.headers.get("Content-Type", ""),
+                body=await request.read(),
+                client_cn=_common_name(transport.get_extra_info("peercert") if transport else None),
+                tls_version=ssl_object.version() if ssl_object is not None else "",
+            )
+        )
+        self._arrived.set()
+        return web.Response(status=200)
+
+    async def wait(self, count: int, within: float) -> list[KcpRequest]:
+        """The requests once there are ``count`` (or whatever came within ``within`` s)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while len(self.requests) < count and loop.time() < deadline:
+            self._arrived.clear()
+            try:
+                async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                    await self._arrived.wait()
+            except TimeoutError:
+                break
+        return list(self.requests)
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, LOOPBACK, 0, ssl_context=self._context)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        assert isinstance(port, int)
+        self.port = port
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()

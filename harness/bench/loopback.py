@@ -35,6 +35,7 @@ import aiohttp
 from harness.clusters.ports import free_port
 from harness.clusters.probes import http_probe
 from harness.clusters.process import NotReady, OwnedProcess
+from harness.report.stats import percentile
 from watcher import __version__, pki
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -103,11 +104,6 @@ def review(i: int) -> dict[str, Any]:
             },
         },
     }
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 @asynccontextmanager
@@ -213,8 +209,8 @@ async def measure_latency(
         mode,
         delay,
         len(times),
-        round(percentile(times, 0.5), 3),
-        round(percentile(times, 0.99), 3),
+        round(percentile(times, 50), 3),
+        round(percentile(times, 99), 3),
         round(max(times), 3),
     )
 

@@ -36,10 +36,10 @@ from harness.bench.loopback import (
     Files,
     kcp_and_webhook_processes,
     make_pki,
-    percentile,
     review,
 )
 from harness.report.model import ScenarioReport, TimelineKind
+from harness.report.stats import percentile
 
 CONFIGS: dict[str, dict[str, str]] = {
     "off": {},
@@ -85,10 +85,10 @@ async def _latency_once(
     return {
         "spool": name,
         "samples": samples,
-        "serial_p50_ms": round(percentile(serial, 0.5), 3),
-        "serial_p99_ms": round(percentile(serial, 0.99), 3),
-        f"in_flight_{in_flight}_p50_ms": round(percentile(parallel, 0.5), 3),
-        f"in_flight_{in_flight}_p99_ms": round(percentile(parallel, 0.99), 3),
+        "serial_p50_ms": round(percentile(serial, 50), 3),
+        "serial_p99_ms": round(percentile(serial, 99), 3),
+        f"in_flight_{in_flight}_p50_ms": round(percentile(parallel, 50), 3),
+        f"in_flight_{in_flight}_p99_ms": round(percentile(parallel, 99), 3),
         "admissions_per_s": round(len(parallel) / seconds, 1),
     }
 

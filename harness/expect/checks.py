@@ -7,13 +7,13 @@ got 0``. Percentiles are nearest-rank: the ``ceil(p/100 * n)``-th smallest sampl
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from harness.expect.match import ReceivedEvent
+from harness.report.stats import percentile
 
 MetricOp = Literal["==", "!=", "<=", ">=", "<", ">"]
 _OPS: dict[MetricOp, Callable[[float, float], bool]] = {
@@ -137,17 +137,6 @@ def count_verdict(count: int, bound: CountBound, subject: str, *, noun: str = "e
     ok = bound.holds(count)
     text = f"{'' if ok else 'expected '}{expected} for {subject}, got {count}"
     return Verdict(ok, text, expected, str(count))
-
-
-def percentile(samples: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile, ``0 < p <= 100``; ValueError for no samples."""
-    if not samples:
-        raise ValueError("percentile of no samples")
-    if not 0 < p <= 100:
-        raise ValueError(f"percentile must be in (0, 100], got {p}")
-    ordered = sorted(samples)
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q``-th percentile (0 < q <= 100) of non-empty ``values``.
+    """The nearest-rank ``q``-th percentile (0 < q <= 100) of non-empty ``values``: the
+    project's one definition (scenario expectations, reports, soak and benchmarks all use
+    it, so a benchmark p99 and a scenario p99 of the same samples agree).
 
     Nearest rank returns an observed sample, so "p99 = 41 ms" means some event took 41 ms.
     """

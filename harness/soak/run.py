@@ -36,9 +36,9 @@ from harness.environment import (
     watcher_environment,
 )
 from harness.environment.spec import SKR_KYMA_LABELS
-from harness.expect.checks import percentile
 from harness.expect.match import MatchResult, ReceivedEvent, match_events
 from harness.kube import Resource, request
+from harness.report.stats import percentile
 from harness.runner.observe import received
 from harness.runner.session import LiveSession
 from harness.soak.external import ExternalListener, ListenerTls

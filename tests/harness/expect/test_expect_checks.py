@@ -14,9 +14,9 @@ from harness.expect.checks import (
     check_latency,
     check_metric,
     count_verdict,
-    percentile,
 )
 from harness.expect.match import ReceivedEvent
+from harness.report.stats import percentile
 from watcher.model import GroupVersionKind
 
 KYMA = GroupVersionKind("operator.kyma-project.io", "v1beta2", "Kyma")

@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         config = config_from(args)
-        config.windows  # noqa: B018 - validates the duration before anything starts
+        config.checked_windows()  # the duration and sampling, before anything starts
     except ValueError as exc:
         print(f"soak: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,10 @@
 """What a soak measures and how it is judged. Pure: numbers in, numbers and verdicts out.
 
 **Windows.** Warm-up is the first ``warmup_fraction`` of the run, at least ``min_warmup``
-seconds (caches fill, pools open, the allocator reaches its working set). Growth compares
+seconds (caches fill, pools open, the allocator reaches its working set) — unless the run
+is too short for that: then the warm-up shrinks to what leaves a gap of one window
+between the two windows (a 60 s run: 42 s warm-up, windows of 6 s), so a short soak is
+a smoke run of the same checks instead of a refusal. Growth compares
 the *first window after warm-up* with the *last window* of the run, each
 ``window_fraction`` of the duration long; the last one takes every reading from its start
 to the end of the churn (the final reading may come a moment after ``duration``).
@@ -76,8 +79,9 @@ class Windows:
         """The windows of a run of ``duration`` seconds; ValueError if they would overlap."""
         if not (duration > 0 and math.isfinite(duration)):
             raise ValueError(f"duration must be a positive number, got {duration}")
-        warmup = max(warmup_fraction * duration, min_warmup)
         window = window_fraction * duration
+        room = duration - 3 * window  # the two windows and a gap of one between them
+        warmup = max(warmup_fraction * duration, min(min_warmup, room))
         if warmup + window > duration - window:
             raise ValueError(
                 f"a {duration:g} s run has no room for {warmup:g} s warm-up and two "

@@ -91,6 +91,19 @@ class SoakConfig:
     def windows(self) -> Windows:
         return Windows.of(self.duration, min_warmup=self.min_warmup)
 
+    def checked_windows(self) -> Windows:
+        """:attr:`windows`, or ValueError before anything starts when a window would hold
+        fewer than two samples at the sampling ``interval``."""
+        windows = self.windows
+        if windows.first_end - windows.warmup < 2 * self.interval:
+            shortest = 20 * self.interval  # windows are a tenth of the run
+            raise ValueError(
+                f"a {self.duration:g} s run has {windows.first_end - windows.warmup:g} s "
+                f"windows, fewer than two samples at the {self.interval:g} s sampling period; "
+                f"run at least {shortest:g} s or sample more often (--interval)"
+            )
+        return windows
+
     @property
     def skr_specs(self) -> tuple[SkrSpec, ...]:
         names = [f"skr-{chr(ord('a') + i)}" for i in range(self.skrs)]
@@ -292,7 +305,7 @@ def _health_criterion(env: WatcherEnvironment, alarms: Sequence[str]) -> Criteri
 async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> SoakResult:
     """Run one soak (see the module doc) and judge it."""
     progress = progress or SoakProgress()
-    windows = config.windows  # fails early if the duration has no room for the windows
+    windows = config.checked_windows()  # fails early: no room for the windows or samples
     plan = make_plan(config.churn_spec())
     started_at = time.time()
     progress.phase(f"starting KCP + {config.skrs} SKRs, gateway, listeners")

@@ -55,9 +55,17 @@ def test_windows_warm_up_is_at_least_min_warmup() -> None:
     assert (w.warmup, w.first_end, w.last_start) == (60, 70, 90)
 
 
-def test_windows_refuse_a_run_too_short_for_them() -> None:
+def test_a_short_run_shrinks_its_warm_up_to_fit() -> None:
+    """`SOAK_DURATION=60 make soak` (the README's short run) has room for both windows."""
+    w = Windows.of(60)  # 60 s warm-up would not fit: 42 s, a 6 s gap between the windows
+    assert (w.warmup, w.first_end, w.last_start, w.end) == (42, 48, 54, 60)
+    w = Windows.of(30)
+    assert w.first_end < w.last_start
+
+
+def test_windows_refuse_what_cannot_hold_them() -> None:
     with pytest.raises(ValueError, match="no room"):
-        Windows.of(30)  # 60 s warm-up does not fit
+        Windows.of(100, warmup_fraction=0.9)
     with pytest.raises(ValueError, match="positive"):
         Windows.of(0)
 

@@ -55,7 +55,7 @@ def _kyma(channel: str = "regular", state: str = "Ready") -> dict[str, Any]:
     }
 
 
-def _configmap(value: str) -> dict[str, Any]:
+def configmap(value: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -114,7 +114,7 @@ CASES: tuple[AdmissionCase, ...] = (
     ),
     AdmissionCase(
         "UPDATE object without spec",
-        review("u-nospec", "UPDATE", _configmap("b"), _configmap("a")),
+        review("u-nospec", "UPDATE", configmap("b"), configmap("a")),
         SUCCEEDED,
         CONFIGMAP_BODY,
     ),

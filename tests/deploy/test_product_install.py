@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from harness.clusters.ports import free_port
+from harness.conformance.webhook_cases import configmap
+from harness.conformance.webhook_cases import review as create_review
 from harness.entry import HARNESS_MODULES
 from watcher import pki
 
@@ -223,23 +225,7 @@ def test_installed_webhook_delivers_to_installed_listener(
     _until_ready(f"http://127.0.0.1:{metrics_port}/readyz")
     _until_listening(listener_port)
     trusted = ssl.create_default_context(cafile=str(skr / "ca.crt"))
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-1",
-            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-            "operation": "CREATE",
-            "namespace": "default",
-            "name": "demo",
-            "object": {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "demo", "namespace": "default"},
-            },
-        },
-    }
+    review = create_review("u-1", "CREATE", configmap("a"))  # ConfigMap default/demo
     request = urllib.request.Request(
         f"https://127.0.0.1:{webhook_port}/validate/lifecycle-manager",
         data=json.dumps(review).encode(),

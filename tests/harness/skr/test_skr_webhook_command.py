@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 
 from harness.clusters import procfs
+from harness.conformance.webhook_cases import configmap, review
 from harness.skr import isolate
 from harness.skr.certs import issue_webhook_certificate
 from harness.skr.metrics import value
@@ -31,23 +32,7 @@ OURS_AS_A_COMMAND = (
     "WATCHER_DELIVERY_MODE=sync",
     str(Path(sys.executable).parent / "watcher-webhook"),
 )
-REVIEW = {
-    "apiVersion": "admission.k8s.io/v1",
-    "kind": "AdmissionReview",
-    "request": {
-        "uid": "u-1",
-        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-        "operation": "CREATE",
-        "namespace": "default",
-        "name": "demo",
-        "object": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "demo", "namespace": "default"},
-        },
-    },
-}
+REVIEW = review("u-1", "CREATE", configmap("a"))  # ConfigMap default/demo
 
 
 def test_a_command_gets_upstreams_contract_and_none_of_our_settings(tmp_path: Path) -> None:

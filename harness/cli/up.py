@@ -50,6 +50,9 @@ def state_file(name: str) -> Path:
 
 
 def _spec(count: int, health_interval: float) -> EnvironmentSpec:
+    """Local clusters; the webhook is ours unless ``WATCHER_HARNESS_WEBHOOK_COMMAND`` (or
+    ``--webhook-command``, which sets it for a detached run too) names another."""
+    from harness.clusters.selection import BackendOverride, choose_backend
     from harness.environment import EnvironmentSpec, SkrSpec
     from watcher.health.state import Policy
 
@@ -65,6 +68,7 @@ def _spec(count: int, health_interval: float) -> EnvironmentSpec:
             for c in letters[:count]
         ),
         health=health,
+        backend=choose_backend("local", override=BackendOverride(name="local")),
     )
 
 
@@ -294,6 +298,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="watcher-health heartbeat interval (default 10; 0: off; docs/health.md)",
     )
+    p_up.add_argument(
+        "--webhook-command",
+        metavar="COMMAND",
+        help="bring your own webhook: run this command (upstream's environment contract) as "
+        "every SKR's webhook (default: WATCHER_HARNESS_WEBHOOK_COMMAND, else ours)",
+    )
     p_up.set_defaults(func=run)
     p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
     p_down.add_argument("name", nargs="?", default="default")
@@ -308,6 +318,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"watcher-harness: --name: {exc}", file=sys.stderr)
         return 2
+    if args.webhook_command:  # the detached child inherits it with the environment
+        from harness.clusters.selection import ENV_WEBHOOK_COMMAND
+
+        os.environ[ENV_WEBHOOK_COMMAND] = args.webhook_command
     if args.detach:
         return detach(args.skrs, args.name, args.health_interval)
     try:

@@ -97,6 +97,9 @@ table.compact td { padding: 2px 8px; }
 .bar { display:inline-block; height:8px; border-radius:4px; background: var(--bad-bg);
        width: 80px; vertical-align: middle; overflow:hidden; margin-right:6px; }
 .bar i { display:block; height:100%; background: var(--ok); }
+.cost { display:inline-flex; height:8px; width:80px; vertical-align: middle; margin-right:6px; }
+.cost i { display:block; height:100%; } .cost .env { background:#9aa5b1; }
+.cost .steps { background:#0b5cad; }
 .overall { font-size: 15px; margin: 10px 0 0; }
 """
 
@@ -144,23 +147,61 @@ def anchor(index: int) -> str:
     return f"scenario-{index}"
 
 
+SLOWEST = 3
+"""How many of the costliest scenarios the summary marks (with more than twice as many)."""
+
+
+def slowest(report: RunReport) -> set[str]:
+    """The scenarios that cost the most time (every attempt), so slow ones stand out."""
+    if len(report.scenarios) < 2 * SLOWEST:
+        return set()
+    ranked = sorted(report.scenarios, key=lambda s: s.total_duration, reverse=True)
+    return {s.name for s in ranked[:SLOWEST]}
+
+
+def _cost(s: ScenarioReport, longest: float) -> str:
+    """Total time as a bar against the costliest scenario: environment, then steps."""
+    if longest <= 0:
+        return _e(_duration(s.total_duration))
+    env = round(80 * s.environment_duration / longest)
+    steps = round(80 * s.steps_duration / longest)
+    title = (
+        f"environment {_duration(s.environment_duration)}, steps {_duration(s.steps_duration)}"
+        + (f", earlier attempts {_duration(s.total_duration - s.duration)}" if s.attempts else "")
+    )
+    return (
+        f'<span class="cost" title="{_e(title)}"><i class="env" style="width:{env}px"></i>'
+        f'<i class="steps" style="width:{steps}px"></i></span>{_e(_duration(s.total_duration))}'
+    )
+
+
 def _summary(report: RunReport) -> str:
     rows = []
+    marked = slowest(report)
+    longest = max((s.total_duration for s in report.scenarios), default=0.0)
     for i, s in enumerate(report.scenarios):
         total = len(s.expectations)
         passed = s.expectations_passed
         width = 100 if total == 0 else round(100 * passed / total)
         bar = f'<span class="bar"><i style="width:{width}%"></i></span>' if total else ""
+        slow = ' <span class="retry">slowest</span>' if s.name in marked else ""
         rows.append(
-            f'<tr><td><a href="#{anchor(i)}">{_e(s.name)}</a></td>'
+            f'<tr><td><a href="#{anchor(i)}">{_e(s.name)}</a>{slow}</td>'
             f"<td>{_badge(s.status)}{_retry_note(s)}</td>"
-            f'<td class="num">{_e(_duration(s.duration))}</td>'
+            f'<td class="num">{_cost(s, longest)}</td>'
+            f'<td class="num">{_e(_duration(s.environment_duration))}</td>'
             f'<td class="num">{bar}{passed}/{total}</td>'
             f'<td class="mono">{_e(s.file)}</td></tr>'
         )
+    spent = sum(s.total_duration for s in report.scenarios)
+    environments = sum(s.environment_duration for s in report.scenarios)
+    share = f"{100 * environments / spent:.0f} %" if spent > 0 else "-"
     return (
-        '<section class="card"><h2>Summary</h2><table>'
-        '<tr><th>scenario</th><th>status</th><th class="num">duration</th>'
+        '<section class="card"><h2>Summary</h2>'
+        f"<p>{_e(_duration(spent))} of scenario time, {share} of it bringing environments "
+        "up and down (the bar: environment, then steps).</p><table>"
+        '<tr><th>scenario</th><th>status</th><th class="num">cost</th>'
+        '<th class="num">of it environment</th>'
         '<th class="num">expectations passed</th><th>file</th></tr>'
         + "".join(rows)
         + "</table></section>"

@@ -388,6 +388,17 @@ class ScenarioReport:
         return self.duration + sum(a.duration for a in self.attempts)
 
     @property
+    def steps_duration(self) -> float:
+        """Seconds its steps took (the last attempt's)."""
+        return sum(st.duration for st in self.steps)
+
+    @property
+    def environment_duration(self) -> float:
+        """Seconds of the last attempt outside its steps: clusters, gateway, KLM and
+        webhooks up, Kymas reconciled, observations taken, everything down again."""
+        return max(0.0, self.duration - self.steps_duration)
+
+    @property
     def status_text(self) -> str:
         """The status for people: ``flaky (passed on retry 1)``, ``failed (3 attempts)``."""
         if self.status is Status.FLAKY:

@@ -89,3 +89,24 @@ def test_summary_counts(sample_report: RunReport) -> None:
 
 def test_plain_strips_ansi_and_controls() -> None:
     assert plain("\x1b[1;31mred\x1b[0m\x07 ok\ttab") == "red ok\ttab"
+
+
+def test_each_scenarios_cost_is_split_and_the_slowest_stand_out() -> None:
+    from harness.report.html import slowest
+    from harness.report.model import MachineInfo, ScenarioReport, StepReport
+
+    def scenario(name: str, duration: float, steps: float) -> ScenarioReport:
+        step = StepReport("s", Status.PASSED, steps)
+        return ScenarioReport(name, f"{name}.yaml", Status.PASSED, 0.0, duration, steps=(step,))
+
+    costs = [("a", 10, 4), ("b", 60, 50), ("c", 20, 5), ("d", 5, 1), ("e", 30, 3), ("f", 8, 2)]
+    machine = MachineInfo(cores=2, python="3.11")
+    report = RunReport("run", 0.0, 0.0, machine, tuple(scenario(*c) for c in costs))
+    assert report.scenarios[1].environment_duration == 10
+    assert slowest(report) == {"b", "e", "c"}
+    page = render_html(report)
+    assert page.count(">slowest</span>") == 3
+    assert "2 min 13 s of scenario time, 51 % of it bringing environments" in page
+    assert 'title="environment 10.0 s, steps 50.0 s"' in page
+    few = RunReport("run", 0.0, 0.0, machine, report.scenarios[:3])
+    assert slowest(few) == set()  # too few to single any out

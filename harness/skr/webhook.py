@@ -10,6 +10,8 @@ listens).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -177,6 +179,9 @@ class WebhookProcess:
         self._metrics_port: int | None = None
         self._process: OwnedProcess | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._restarted = asyncio.Event()
+        self._restarted.set()
+        """Clear while :meth:`restart` runs: a scrape then waits for the new incarnation."""
         self.records: list[ProcessRecord] = []
 
     # -- facts ------------------------------------------------------------------------
@@ -314,8 +319,14 @@ class WebhookProcess:
         return await process.stop()
 
     async def restart(self) -> None:
-        await self.stop()
-        await self.start()
+        """Stop, then start on the same ports (a rotation restarts a bring-your-own webhook
+        this way, as KLM restarts upstream's pod); scrapes meanwhile wait for it."""
+        self._restarted.clear()
+        try:
+            await self.stop()
+            await self.start()
+        finally:
+            self._restarted.set()
 
     async def close(self) -> None:
         """Stop the process (if running) and the HTTP session used for probes and scraping."""
@@ -329,7 +340,12 @@ class WebhookProcess:
     # -- metrics ----------------------------------------------------------------------
 
     async def scrape(self) -> dict[str, float]:
-        """The current ``/metrics`` as ``{name{labels}: value}``."""
+        """The current ``/metrics`` as ``{name{labels}: value}``; during a :meth:`restart`,
+        of the new incarnation (waited for up to the ready timeout)."""
+        if not self._restarted.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._ready_timeout + self._stop_timeout):
+                    await self._restarted.wait()
         if self._session is None or not self.running:
             raise WebhookProcessError(f"{self.name} is not running; cannot scrape metrics")
         url = f"{self.metrics_url}/metrics"

@@ -40,3 +40,26 @@ async def test_restarts_on_the_same_ports_after_sigkill(tmp_path: Path) -> None:
     assert not hook.running and not procfs.is_alive(second_pid)
     assert second_pid not in owned_process_groups()
     assert [r.exit_code for r in hook.records] == [-9, 0]
+
+
+async def test_a_scrape_during_a_restart_waits_for_the_new_incarnation(tmp_path: Path) -> None:
+    """A rotation restarts a bring-your-own webhook; a metric read meanwhile must not fail."""
+    import asyncio
+
+    ca = pki.create_ca(key_type="ec")
+    leaf = issue_webhook_certificate(ca, "rt-restart", "restart.example.com")
+    pki.write_secret_files(tmp_path, pki.secret_data(leaf, ca.cert_pem))
+    hook = WebhookProcess(
+        "watcher-webhook[restart]",
+        WebhookConfig(kcp_addr="127.0.0.1:1", log_level="WARNING"),
+        TlsPaths(tmp_path),
+        log_path=tmp_path / "webhook.log",
+    )
+    async with hook:
+        first = hook.pid
+        restart = asyncio.create_task(hook.restart())
+        await asyncio.sleep(0)  # the restart has begun: the old incarnation is stopping
+        samples = await hook.scrape()
+        await restart
+        assert value(samples, "watcher_admission_request_total") == 0.0
+        assert hook.pid not in (None, first)

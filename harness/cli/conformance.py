@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -26,15 +27,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.clusters.selection import ENV_WEBHOOK_ISOLATION, WebhookIsolation
+from harness.clusters.selection import ENV_WEBHOOK_ISOLATION, webhook_isolation
 from harness.conformance.verdicts import CheckResult, Verdict, counts, passed
 from harness.errors import HarnessError
 
 EXIT_DIFFERS = 1
 EXIT_NOT_RUN = 2
-OURS_LISTENER = (
-    "watcher-listener --component {component} --host {host} --port {port} --insecure-trust-any-xfcc"
-)
+OURS_LISTENER_ARGS = "--component {component} --host {host} --port {port} --insecure-trust-any-xfcc"
 COLOURS = {Verdict.IDENTICAL: "green", Verdict.DOCUMENTED: "yellow", Verdict.DIFFERS: "red"}
 
 
@@ -69,19 +68,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _isolation() -> WebhookIsolation:
-    import os
-
-    return "none" if os.environ.get(ENV_WEBHOOK_ISOLATION, "").strip() == "none" else "netns"
-
-
 async def _run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, list[CheckResult]]]:
     sections: list[tuple[str, list[CheckResult]]] = []
     webhook = _webhook_command(args)
     if webhook is not None:
         from harness.conformance.webhook import check_webhook
 
-        results = await check_webhook(webhook, workdir / "webhook", isolation=_isolation())
+        isolation = webhook_isolation(os.environ)
+        results = await check_webhook(webhook, workdir / "webhook", isolation=isolation)
         sections.append((f"webhook: {shlex.join(webhook)}", results))
     if args.listener or args.listener_command:
         from harness.conformance.listener import check_listener
@@ -117,9 +111,9 @@ def _webhook_command(args: argparse.Namespace) -> list[str] | None:
 
 
 def _ours_listener() -> str:
-    return OURS_LISTENER.replace(
-        "watcher-listener", shlex.quote(str(Path(sys.executable).parent / "watcher-listener")), 1
-    )
+    """``watcher-listener`` next to this interpreter, as a template."""
+    executable = shlex.quote(str(Path(sys.executable).parent / "watcher-listener"))
+    return f"{executable} {OURS_LISTENER_ARGS}"
 
 
 def _table(title: str, results: list[CheckResult]) -> Table:

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Self
 
-from harness.clusters import procfs
+from harness.clusters import ports, procfs
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
 
 Probe = Callable[[], Awaitable[bool]]
@@ -380,3 +380,22 @@ _safety_net = _SafetyNet()
 def owned_process_groups() -> dict[int, str]:
     """Process groups started by :class:`OwnedProcess` and not yet stopped (pgid → name)."""
     return _safety_net.owned()
+
+
+PORT_ATTEMPTS = 3
+
+
+async def start_on_free_ports(
+    start: Callable[[], Awaitable[None]], *, attempts: int = PORT_ATTEMPTS
+) -> None:
+    """Await ``start`` — which picks fresh free ports itself each time — again while it
+    fails with :class:`ProcessExitedEarly` because another process took a port between
+    the pick and the bind (:func:`harness.clusters.ports.address_in_use`); any other
+    failure, or the last attempt's, propagates."""
+    for attempt in range(1, attempts + 1):
+        try:
+            await start()
+            return
+        except ProcessExitedEarly as exc:
+            if attempt == attempts or not ports.address_in_use(str(exc)):
+                raise

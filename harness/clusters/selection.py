@@ -152,10 +152,15 @@ def _webhook_command(
             f"{source}: a webhook command runs on this host; it cannot be combined with "
             "webhook mode in-cluster (which runs the image in the SKR)"
         )
+    return {"webhook_command": command, "webhook_isolation": webhook_isolation(env)}
+
+
+def webhook_isolation(env: Mapping[str, str]) -> WebhookIsolation:
+    """``WATCHER_HARNESS_WEBHOOK_ISOLATION`` (default ``netns``)."""
     isolation = env.get(ENV_WEBHOOK_ISOLATION, "netns").strip() or "netns"
     for known in WEBHOOK_ISOLATIONS:
         if isolation == known:
-            return {"webhook_command": command, "webhook_isolation": known}
+            return known
     raise BackendSelectionError(
         f"{ENV_WEBHOOK_ISOLATION}: unknown isolation {isolation!r}; use one of: "
         f"{', '.join(WEBHOOK_ISOLATIONS)}"

@@ -29,8 +29,8 @@ import aiohttp
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess
-from harness.errors import HarnessError, ProcessExitedEarly
+from harness.clusters.process import OwnedProcess, start_on_free_ports
+from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.listeners import Implementation
 from watcher.listener import ListenerEvent
@@ -41,7 +41,6 @@ logger = logging.getLogger("harness.kcp.listener_process")
 EventCallback = Callable[[ListenerEvent], Awaitable[None]]
 ListenerCommand = Callable[[str, int, int], list[str]]
 """(component, port, metrics port) → the argv of one incarnation (loopback only)."""
-PORT_ATTEMPTS = 3
 
 
 class ListenerProcessError(HarnessError, RuntimeError):
@@ -147,15 +146,16 @@ class ListenerProcess(Service):
         if self._port:
             await self._start_once()
             return
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+
+        async def on_fresh_ports() -> None:
             self._port, self._metrics_port = ports.free_port(), ports.free_port()
-            try:
-                await self._start_once()
-                return
-            except ProcessExitedEarly as exc:
-                if attempt == PORT_ATTEMPTS or not ports.address_in_use(str(exc)):
-                    self._port = self._metrics_port = 0
-                    raise
+            await self._start_once()
+
+        try:
+            await start_on_free_ports(on_fresh_ports)
+        except BaseException:
+            self._port = self._metrics_port = 0
+            raise
 
     async def _start_once(self) -> None:
         assert self._session is not None

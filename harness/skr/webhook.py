@@ -26,15 +26,12 @@ from typing import Self
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import OwnedProcess, Probe, ProcessRecord, start_on_free_ports
 from harness.clusters.selection import WebhookIsolation
-from harness.errors import ProcessExitedEarly
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
 from watcher.model import Contract
 from watcher.webhook.settings import DeliveryMode
-
-PORT_ATTEMPTS = 3
 
 
 def webhook_executable() -> str:
@@ -240,16 +237,17 @@ class WebhookProcess:
         if self._webhook_port is not None:
             await self._start_once()
             return
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+
+        async def on_fresh_ports() -> None:
             self._webhook_port = ports.free_port(self.config.bind_host)
             self._metrics_port = ports.free_port()
-            try:
-                await self._start_once()
-                return
-            except ProcessExitedEarly as e:
-                if attempt == PORT_ATTEMPTS or not ports.address_in_use(str(e)):
-                    self._webhook_port = self._metrics_port = None
-                    raise
+            await self._start_once()
+
+        try:
+            await start_on_free_ports(on_fresh_ports)
+        except BaseException:
+            self._webhook_port = self._metrics_port = None
+            raise
 
     async def _start_once(self) -> None:
         assert self._session is not None

@@ -25,12 +25,10 @@ from pathlib import Path
 
 from harness.aio import Service
 from harness.clusters import ports
-from harness.clusters.process import NotReady, OwnedProcess
-from harness.errors import HarnessError, ProcessExitedEarly
+from harness.clusters.process import NotReady, OwnedProcess, start_on_free_ports
+from harness.errors import HarnessError
 from harness.expect.match import ReceivedEvent
 from watcher.listener import event_lines
-
-PORT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,8 @@ class ExternalListener(Service):
     async def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.unlink(missing_ok=True)  # events are read from offset 0
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+
+        async def on_fresh_port() -> None:
             self._port = ports.free_port()
             argv = [
                 listener_executable(),
@@ -142,14 +141,10 @@ class ExternalListener(Service):
                 ready_timeout=self._ready_timeout,
                 env=env,
             )
-            try:
-                await process.__aenter__()
-            except ProcessExitedEarly as exc:
-                if attempt == PORT_ATTEMPTS or not ports.address_in_use(str(exc)):
-                    raise
-                continue
+            await process.__aenter__()
             self._process = process
-            return
+
+        await start_on_free_ports(on_fresh_port)
 
     def collect(self) -> list[ReceivedEvent]:
         """Read the event lines written since the last call; returns every event so far."""

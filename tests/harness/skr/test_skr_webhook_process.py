@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.clusters import procfs
 from harness.clusters.process import owned_process_groups
 from harness.skr.certs import issue_webhook_certificate
@@ -12,16 +14,21 @@ from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess
 from watcher import pki
 
 
-async def test_restarts_on_the_same_ports_after_sigkill(tmp_path: Path) -> None:
+@pytest.fixture
+def hook(tmp_path: Path) -> WebhookProcess:
+    """Our webhook for one SKR with a KCP address nobody answers (not started yet)."""
     ca = pki.create_ca(key_type="ec")
     leaf = issue_webhook_certificate(ca, "rt-proc", "proc.example.com")
     pki.write_secret_files(tmp_path, pki.secret_data(leaf, ca.cert_pem))
-    hook = WebhookProcess(
+    return WebhookProcess(
         "watcher-webhook[test]",
         WebhookConfig(kcp_addr="127.0.0.1:1", log_level="WARNING"),
         TlsPaths(tmp_path),
         log_path=tmp_path / "webhook.log",
     )
+
+
+async def test_restarts_on_the_same_ports_after_sigkill(hook: WebhookProcess) -> None:
     async with hook:
         first_pid, port, metrics_port = hook.pid, hook.webhook_port, hook.metrics_port
         assert first_pid is not None and procfs.is_alive(first_pid)
@@ -42,19 +49,12 @@ async def test_restarts_on_the_same_ports_after_sigkill(tmp_path: Path) -> None:
     assert [r.exit_code for r in hook.records] == [-9, 0]
 
 
-async def test_a_scrape_during_a_restart_waits_for_the_new_incarnation(tmp_path: Path) -> None:
+async def test_a_scrape_during_a_restart_waits_for_the_new_incarnation(
+    hook: WebhookProcess,
+) -> None:
     """A rotation restarts a bring-your-own webhook; a metric read meanwhile must not fail."""
     import asyncio
 
-    ca = pki.create_ca(key_type="ec")
-    leaf = issue_webhook_certificate(ca, "rt-restart", "restart.example.com")
-    pki.write_secret_files(tmp_path, pki.secret_data(leaf, ca.cert_pem))
-    hook = WebhookProcess(
-        "watcher-webhook[restart]",
-        WebhookConfig(kcp_addr="127.0.0.1:1", log_level="WARNING"),
-        TlsPaths(tmp_path),
-        log_path=tmp_path / "webhook.log",
-    )
     async with hook:
         first = hook.pid
         restart = asyncio.create_task(hook.restart())

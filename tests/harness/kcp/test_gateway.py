@@ -194,7 +194,9 @@ async def test_fault_injection_via_rds(
     started = time.perf_counter()
     assert (await post_event(session, url, context))[0] == 200
     delayed = time.perf_counter() - started
-    assert 0.3 <= delayed < 2.0
+    # Envoy's timer fires on its own clock: seen at 299.3 ms for a 300 ms delay. Without
+    # the fault the request takes a few ms, so 290 ms still proves the delay applied.
+    assert 0.29 <= delayed < 2.0
 
     await gateway.set_fault(None)
     started = time.perf_counter()

@@ -21,6 +21,7 @@ Equality follows the Go side too: upstream decodes ``spec``/``status`` into
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -197,7 +198,22 @@ def go_deep_equal(a: Any, b: Any) -> bool:
     Numbers are float64 there (so ``1`` equals ``1.0`` and huge integers round), booleans
     never equal numbers, and a nil map differs from an empty one. Iterative, so a spec
     nested as deep as ``json.loads`` allows cannot exhaust the stack of the caller.
+
+    Fast path for the common case, an unchanged spec: values that Python finds equal *and*
+    that encode to the same JSON text decode to the same Go value, so they are equal
+    without the walk (both checks run in C). Anything else - a real change, ``true``
+    against ``1``, keys in another order - takes the walk.
     """
+    try:
+        if a == b and json.dumps(a, allow_nan=False) == json.dumps(b, allow_nan=False):
+            return True
+    except (RecursionError, ValueError):
+        pass  # nested deeper than the C encoder allows, or a NaN: the walk decides
+    return go_deep_equal_walk(a, b)
+
+
+def go_deep_equal_walk(a: Any, b: Any) -> bool:
+    """:func:`go_deep_equal` without its fast path: the definition, value by value."""
     pending: list[tuple[Any, Any]] = [(a, b)]
     while pending:
         x, y = pending.pop()

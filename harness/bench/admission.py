@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.bench import webhook_latency
 from harness.bench.common import BenchContext
 from harness.bench.envkit import SkrWriter, skr_writers
 from harness.bench.model import BenchResult, Cell, Table, Target, ms
@@ -29,7 +30,7 @@ STATES: tuple[tuple[str, float | None], ...] = (
     ("answers after 2 s", 2.0),
     ("down (gateway stopped)", None),
 )
-TARGET_MS = 5.0
+TARGET_MS = 2.0
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,80 @@ def _row(mode: str, state: str, watched: list[float], plain: list[float]) -> dic
     }
 
 
+def _alone_table(alone: list[dict[str, Any]]) -> Table:
+    return Table(
+        "The webhook alone: POST → answer at an API-server-like client (ms), async, spool on",
+        (
+            "KCP",
+            "admissions",
+            "per s",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            "webhook CPU / admission",
+            "webhook waited for a CPU / admission",
+            "events the KCP accepted",
+        ),
+        tuple(
+            (
+                r["kcp"],
+                r["admissions"],
+                r["achieved_per_s"],
+                r["p50_ms"],
+                r["p99_ms"],
+                r["p999_ms"],
+                r["max_ms"],
+                r["webhook_cpu_ms_per_admission"],
+                r["webhook_run_queue_wait_ms_per_admission"],
+                r["events_accepted_by_kcp_during_run"],
+            )
+            for r in alone
+        ),
+        note=(
+            f"CREATE AdmissionReviews paced at {webhook_latency.RATE:g}/s (at most "
+            f"{webhook_latency.IN_FLIGHT} in flight, keep-alive HTTPS), each one an event for "
+            "the KCP; the first 200 are warm-up. The webhook journals every event in its "
+            "durable spool (WATCHER_SPOOL_DIR); the last row also fsyncs before answering "
+            "(WATCHER_SPOOL_FSYNC=true, not in the target). 'Waited for a CPU' is the "
+            "webhook's run-queue time (/proc/<pid>/schedstat) per admission: latency that "
+            "belongs to the machine's load, not to the webhook's code."
+        ),
+    )
+
+
+def _alone_target(alone: list[dict[str, Any]]) -> Target:
+    judged = [r for r in alone if "fsync" not in r["kcp"]]
+    worst = max(judged, key=lambda r: r["p99_ms"])
+    met = worst["p99_ms"] <= TARGET_MS
+    note = ""
+    if not met:
+        best = min(judged, key=lambda r: r["p99_ms"])
+        note = (
+            f"Worst p99 {worst['p99_ms']} ms with the KCP {worst['kcp']}, best "
+            f"{best['p99_ms']} ms ({best['kcp']}); p50 stays "
+            f"{min(r['p50_ms'] for r in judged)}-{max(r['p50_ms'] for r in judged)} ms. "
+            "When the KCP answers, the webhook delivers as many events as it admits, in the "
+            "same event loop: an admission that arrives while a delivery callback or a "
+            "garbage-collector pass runs waits for it (gen-1 passes take 1-3 ms here). The "
+            f"webhook waited {worst['webhook_run_queue_wait_ms_per_admission']} ms per "
+            f"admission for a CPU in the worst row (load {worst['load_1min']} on 2 cores). "
+            "Tried (docs/performance.md): uvloop, gc.freeze() after start-up, the collector "
+            "off - none moved the p99 beyond run-to-run noise on this machine."
+        )
+    return Target(
+        "admission p99 added by the webhook, async, spool on, every KCP state (webhook alone)",
+        f"≤ {TARGET_MS:g} ms",
+        f"worst {worst['p99_ms']} ms (KCP {worst['kcp']}); p50 "
+        f"{max(r['p50_ms'] for r in judged)} ms at most",
+        met,
+        note,
+    )
+
+
 async def run_admission(ctx: BenchContext) -> BenchResult:
     started = time.monotonic()
+    alone = await webhook_latency.measure(ctx.logs("admission-alone"), quick=ctx.quick)
     spec = EnvironmentSpec(
         skrs=(
             SkrSpec("skr-async", "runtime-async", "skr-async.kyma.example.com"),
@@ -169,15 +242,16 @@ async def run_admission(ctx: BenchContext) -> BenchResult:
     if not met:
         p50s = [r["added_p50_ms"] for r in async_rows]
         load = os.getloadavg()[0]
+        spread = max(r["without_webhook_ms"]["p99"] for r in async_rows) - min(
+            r["without_webhook_ms"]["p99"] for r in async_rows
+        )
         note = (
             f"In async mode the added p50 stays {min(p50s)}-{max(p50s)} ms in every KCP "
             "state, the KCP down included: the KCP is never on the admission path. The p99 "
-            f"excess is there with a healthy KCP too ({async_rows[0]['added_p99_ms']} ms) and "
-            "comes from a few slow writes while the machine is overloaded (1-minute "
-            f"load {load:.1f} on {os.cpu_count()} cores at the end of this benchmark): the "
-            "webhook process then waits for a CPU, not for the KCP (its CPU time per "
-            "admission is ~0.3-0.4 ms, see benchmark 3). Lifting it: an idle machine, or a "
-            "reserved core / higher CPU priority for the webhook process."
+            "here is a difference of two p99s of an API server and etcd sharing 2 cores "
+            f"with everything else (1-minute load {load:.1f} at the end): the writes without "
+            f"a webhook alone vary by {spread:.1f} ms in p99 between rows, more than the "
+            "webhook costs. The webhook-alone table measures its share directly."
         )
     sync_2s = next((r for r in rows if r["mode"] == "sync" and "2 s" in r["kcp"]), None)
     return BenchResult(
@@ -185,15 +259,20 @@ async def run_admission(ctx: BenchContext) -> BenchResult:
         title="1. Admission latency vs KCP health (through a real kube-apiserver)",
         seconds=time.monotonic() - started,
         description=(
-            "Two SKRs in one environment (KCP, Envoy gateway, KLM stand-in): `skr-async` "
+            "First the webhook alone (`harness.bench.webhook_latency`): our `watcher-webhook` "
+            "and a KCP stub as processes, this process as the API server, every admission "
+            "timed at the client - what the webhook adds to a write, without the API "
+            "server's and etcd's own noise. Then through real API servers: "
+            "two SKRs in one environment (KCP, Envoy gateway, KLM stand-in): `skr-async` "
             "runs the webhook in our async mode, `skr-sync` in the upstream-like sync mode. "
             "KCP health is changed through the gateway: Envoy fault-injection delays on every "
             "route, or Envoy stopped."
         ),
-        tables=(table,),
+        tables=(_alone_table(alone), table),
         targets=(
+            _alone_target(alone),
             Target(
-                "admission p99 over baseline, async, whatever the KCP does",
+                "admission p99 added through a real API server, async (difference of p99s)",
                 f"≤ {TARGET_MS:g} ms",
                 f"worst {worst['added_p99_ms']} ms, KCP {worst['kcp']}"
                 + (f"; sync with KCP +2 s: {sync_2s['added_p50_ms']} ms at p50" if sync_2s else ""),
@@ -201,5 +280,10 @@ async def run_admission(ctx: BenchContext) -> BenchResult:
                 note,
             ),
         ),
-        figures={"rows": rows, "settings": settings},
+        figures={
+            "rows": rows,
+            "settings": settings,
+            "webhook_alone": alone,
+            "curve_percentiles": list(webhook_latency.CURVE),
+        },
     )

@@ -27,6 +27,16 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def run_queue_wait_seconds(pid: int) -> float | None:
+    """Seconds ``pid``'s main thread spent runnable but waiting for a CPU, so far
+    (``/proc/<pid>/schedstat``, second field): latency that is the machine's, not the code's."""
+    try:
+        fields = (procfs.PROC / str(pid) / "schedstat").read_text().split()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return int(fields[1]) / 1e9 if len(fields) >= 2 else None
+
+
 def rss_mib(pid: int | None) -> float | None:
     value = procfs.rss_bytes(pid) if pid else None
     return None if value is None else round(value / 2**20, 1)

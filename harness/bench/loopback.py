@@ -67,8 +67,9 @@ class Files:
     kcp: dict[str, Path]
 
 
-def make_pki(root: Path) -> Files:
-    ca = pki.create_ca()
+def make_pki(root: Path, *, rsa_bits: int = 2048) -> Files:
+    """A CA, the SKR's certificate and the KCP's, all RSA keys of ``rsa_bits``."""
+    ca = pki.create_ca(rsa_bits=rsa_bits)
     (root / "skr").mkdir()
     (root / "kcp").mkdir()
     skr = pki.issue_runtime_certificate(
@@ -77,8 +78,9 @@ def make_pki(root: Path) -> Files:
         "skr.bench.local",
         extra_ip_addresses=["127.0.0.1"],
         extra_dns_names=["localhost"],
+        rsa_bits=rsa_bits,
     )
-    kcp = pki.issue_server_certificate(ca, "kcp-listener", client_auth=True)
+    kcp = pki.issue_server_certificate(ca, "kcp-listener", client_auth=True, rsa_bits=rsa_bits)
     return Files(
         skr=pki.write_secret_files(root / "skr", pki.secret_data(skr, ca.cert_pem)),
         kcp=pki.write_secret_files(root / "kcp", pki.secret_data(kcp, ca.cert_pem)),
@@ -124,9 +126,12 @@ async def kcp_and_webhook_processes(
     delay: float,
     extra_env: dict[str, str] | None = None,
     webhook_argv: list[str] | None = None,
+    ours: bool = True,
 ) -> AsyncIterator[tuple[str, str, OwnedProcess]]:
     """Like :func:`kcp_and_webhook`, also yielding the webhook's process (pid, CPU);
-    ``webhook_argv`` replaces the ``watcher-webhook`` command (e.g. to profile it)."""
+    ``webhook_argv`` replaces the ``watcher-webhook`` command (e.g. to profile it);
+    ``ours=False``: it is a webhook that is not ours, ready when its TLS port answers
+    (only ours serves ``/readyz``)."""
     kcp_port, hook_port, metrics_port = free_port(), free_port(), free_port()
     client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
     client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
@@ -155,6 +160,9 @@ async def kcp_and_webhook_processes(
                 probe=http_probe(session, kcp_metrics, lambda s, _: s == 200, ssl_context=client),
             )
         )
+        foreign = None
+        if not ours:
+            foreign = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
         env = {
             **os.environ,
             "WEBHOOK_HOST": "127.0.0.1",
@@ -176,8 +184,17 @@ async def kcp_and_webhook_processes(
                 webhook_argv or [str(BIN / "watcher-webhook")],
                 env=env,
                 log_path=logs / f"webhook-{mode}-{delay}.log",
-                probe=http_probe(
-                    session, f"http://127.0.0.1:{metrics_port}/readyz", lambda s, _: s == 200
+                probe=(
+                    http_probe(
+                        session, f"http://127.0.0.1:{metrics_port}/readyz", lambda s, _: s == 200
+                    )
+                    if foreign is None
+                    else http_probe(
+                        session,
+                        f"https://127.0.0.1:{hook_port}/",
+                        lambda s, _: True,
+                        ssl_context=foreign,
+                    )
                 ),
             )
         )

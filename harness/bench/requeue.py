@@ -1,17 +1,62 @@
-"""Requeue economics: how often KLM reconciles and how fast it reacts, per mode (pure).
+"""Requeue economics: reconciles per Kyma-hour each mode needs for the SAME reaction p99 (pure).
 
-One seeded churn trace (Kymas changing at Poisson times in simulated hours) is replayed
-against the Lifecycle Manager's own queue,
-:class:`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`, driven by a
-discrete-event loop over a simulated clock (no sleeping, no asyncio): a fixed number
-of workers take ready keys, each reconcile takes ``reconcile_seconds``, and after each one
-the key is requeued after the mode's interval, as KLM does after a successful reconcile.
+The question (issue 15, item 6): how many reconciles per Kyma-hour does Lifecycle Manager
+need to react to SKR changes as fast with polling as with the watcher? Comparing a 5 min
+safety requeue with 30 s polling cannot answer it (that ratio is capped at 10x by
+arithmetic and the two reaction times differ by three orders of magnitude), so this module
+fixes the reaction p99 and searches the polling interval instead.
 
-Modes: polling only (every change is seen by the next timed reconcile), or watcher events
-(a change enqueues its Kyma after a delivery delay: measured samples or a constant) plus
-a safety requeue.
-Reported per mode: reconciles per Kyma per hour, and reaction latency — from a change to
-the start of the next reconcile of that Kyma.
+**Model.** A seeded write trace is replayed against the Lifecycle Manager's own queue,
+:class:`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`, by a discrete-event loop
+over a simulated clock (no sleeping, no asyncio): ``workers`` take ready keys, each reconcile
+takes ``reconcile_seconds`` (a stated constant, 100 ms), and after each reconcile the Kyma is
+requeued after the mode's interval (``add_after`` keeps the earliest pending time, as
+client-go does). KLM's ``max-concurrent-kyma-reconciles`` defaults to 1, so 1 worker is the
+main setting; "unlimited" (one worker per Kyma) is the labelled best case for polling, where
+only the interval decides. Reaction = change → start of the next reconcile of that Kyma;
+p99 is nearest-rank (:func:`harness.report.stats.percentile`); a change never followed by a
+reconcile counts as an infinite reaction.
+
+- Watcher mode: a change enqueues its Kyma after a delivery delay (measured end-to-end
+  samples when given, else :data:`DEFAULT_DELIVERY_DELAY`), plus the 5 min success requeue
+  (10 and 30 min as sensitivity). Its reaction p99 is R_w.
+- Polling mode: requeue interval only. :func:`longest_interval_within` finds the longest
+  interval whose p99 ≤ max(R_w, :data:`FLOOR_S`) - the floor because polling cannot get below
+  ~0.99 x ``reconcile_seconds`` at any interval (a change landing during a reconcile waits for
+  the next one), and below 1 s it already costs > 3,500 reconciles per Kyma-hour. Matching at
+  the floor instead of R_w understates the watcher's advantage. When the workers saturate
+  (the queue grows, so reactions grow with it) polling may not reach the target at all; the
+  result then says so and reports the best p99 polling reached and its reconcile rate.
+
+**Steady state, not a restart.** The clock starts at ``-warmup`` with every Kyma's first
+timer at a seeded uniform phase in [0, interval), as after a long run; changes are drawn and
+reconciles counted in [0, span); after ``span`` the loop runs on until every change has been
+reacted to (bounded by a few cycles).
+
+**Write trace** (:func:`write_trace`, seeded). Mean :data:`CHANGES_PER_HOUR` = 3 changes per
+Kyma-hour (as in the issue), but neither uniform nor Poisson across the fleet:
+
+- skew: each Kyma's rate is the mean times a log-normal weight (sigma
+  :data:`SKEW_SIGMA` = 1.5, normalised to fleet mean 1): the median Kyma changes about once an
+  hour, a quarter of them less than every 3 h, the busiest few tens of times an hour;
+- busy-hour bursts: the fleet-wide intensity repeats a :data:`BURST_CYCLE_S` (1 h) cycle,
+  the first :data:`BURST_S` (15 min) at :data:`BURST_FACTOR` (2.2x), the rest at 0.6x (mean
+  1x) - a working day's peak compressed into every simulated hour, so a bounded span still
+  holds one.
+
+**Bounded spans.** A reconcile costs ~3-10 µs of CPU here, and polling needs ~1,200/(interval
++ 0.1 s) reconciles per change, so each configuration gets its own span
+(:func:`span_for`): enough for :attr:`Plan.target_changes` changes, cut to
+:attr:`Plan.reconcile_budget` reconciles, never below a few intervals; a watcher
+configuration always gets whole burst cycles, so its event-triggered reconciles see the
+stated mean write rate. All spans are prefixes of one trace per fleet size, which starts
+with a burst: a short span over-represents bursts (pessimistic for the watcher's queueing;
+polling's reconciles and reaction do not depend on the write rate). Each table row says
+its span and how many changes it saw.
+
+**Verdict** (:func:`target_met`): ≥ :data:`WANTED_RATIO` x fewer reconciles at the same p99,
+or polling cannot reach that p99 at all because its workers saturate. A watcher whose own
+workers saturate never counts: its reconcile rate is then KLM's capacity, not a saving.
 """
 
 from __future__ import annotations
@@ -22,8 +67,9 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from harness.bench.model import BenchResult, Cell, Table, Target
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkQueue
@@ -32,6 +78,34 @@ from harness.report.stats import percentile
 DEFAULT_DELIVERY_DELAY = 0.05
 """Seconds from an SKR write to the KCP event when no end-to-end figure was measured
 in the same run (order of the measured e2e p50 to the listener on this machine)."""
+
+RECONCILE_SECONDS = 0.1
+"""One Kyma reconcile, a stated constant (KLM's real duration varies with the SKR)."""
+
+CHANGES_PER_HOUR = 3.0
+SKEW_SIGMA = 1.5
+BURST_CYCLE_S = 3600.0
+BURST_S = 900.0
+BURST_FACTOR = 2.2
+QUIET_FACTOR = (BURST_CYCLE_S - BURST_S * BURST_FACTOR) / (BURST_CYCLE_S - BURST_S)
+"""0.6: the rest of the cycle, so the cycle's mean intensity is exactly 1."""
+
+FLOOR_S = 1.0
+"""The lowest reaction p99 a polling interval is searched for (see the module docstring)."""
+
+WARMUP_CYCLES = 1.0
+"""Simulated time before the span, in passes over the fleet (plus one interval): enough for
+a saturated queue to reach its round robin."""
+
+SATURATED = 0.95
+"""Utilisation from which the workers count as saturated: reactions then grow with the queue."""
+
+WANTED_RATIO = 100.0
+"""The issue's target: the watcher needs ≥ 100x fewer reconciles at the same reaction p99."""
+
+LADDER: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0)
+"""Polling intervals of the curve, also the brackets of the search (600 s and 30 min show
+where 1 worker stops saturating at 5,000 Kymas)."""
 
 
 @dataclass(frozen=True)
@@ -43,112 +117,204 @@ class Mode:
     events: bool
 
 
-MODES: tuple[Mode, ...] = (
-    Mode("polling 30 s", 30.0, events=False),
-    Mode("polling 5 min", 300.0, events=False),
-    Mode("watcher + 5 min requeue", 300.0, events=True),
-)
-"""The three modes the issue compares."""
+def polling(interval: float) -> Mode:
+    return Mode(f"polling {interval_label(interval)}", interval, events=False)
 
-SENSITIVITY: tuple[Mode, ...] = (
-    Mode("watcher + 10 min requeue", 600.0, events=True),
-    Mode("watcher + 30 min requeue", 1800.0, events=True),
-)
-"""Longer safety requeues: what the reconcile ratio would be with them."""
+
+def watcher(safety_requeue: float) -> Mode:
+    return Mode(f"watcher + {interval_label(safety_requeue)} requeue", safety_requeue, events=True)
+
+
+def interval_label(seconds: float) -> str:
+    """``0.5 s``, ``30 s``, ``5 min``; a searched interval keeps three significant digits."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:,.0f} s" if seconds >= 100 else f"{seconds:.3g} s"
+
+
+def intensity(t: float) -> float:
+    """The fleet-wide change intensity at ``t`` (mean 1 over a cycle): the busy-hour burst."""
+    return BURST_FACTOR if t % BURST_CYCLE_S < BURST_S else QUIET_FACTOR
 
 
 @dataclass(frozen=True)
 class Trace:
-    """Changes ``(time s, kyma index)`` sorted by time, over ``hours`` of simulated time."""
+    """Changes ``(time s, kyma index)`` sorted by time, in [0, ``span``) of simulated time.
+
+    ``rates`` is each Kyma's mean changes per hour (its skew weight x the fleet mean).
+    """
 
     kymas: int
-    hours: float
+    span: float
     changes_per_hour: float
     seed: int
     changes: tuple[tuple[float, int], ...]
+    rates: tuple[float, ...] = field(repr=False)
 
 
-def churn_trace(
-    kymas: int, hours: float, changes_per_hour: float, *, seed: int, quiet_tail: float = 1800.0
+def write_trace(
+    kymas: int, span: float, changes_per_hour: float = CHANGES_PER_HOUR, *, seed: int
 ) -> Trace:
-    """Each Kyma changes at Poisson times (rate ``changes_per_hour``); none in the last
-    ``quiet_tail`` seconds, so every change is followed by a reconcile in every mode."""
+    """The seeded write trace of the module docstring: skewed per-Kyma rates, busy-hour bursts.
+
+    Each Kyma is an inhomogeneous Poisson process with rate ``rates[k] * intensity(t)``,
+    drawn by thinning a homogeneous one at the burst peak.
+    """
     rng = random.Random(seed)
-    end = hours * 3600 - quiet_tail
-    rate = changes_per_hour / 3600
+    raw = [rng.lognormvariate(0.0, SKEW_SIGMA) for _ in range(kymas)]
+    mean = sum(raw) / kymas
+    rates = tuple(changes_per_hour * w / mean for w in raw)
     changes: list[tuple[float, int]] = []
-    for kyma in range(kymas):
-        t = rng.expovariate(rate)
-        while t < end:
-            changes.append((t, kyma))
-            t += rng.expovariate(rate)
+    for kyma, rate in enumerate(rates):
+        peak = rate / 3600 * BURST_FACTOR
+        t = rng.expovariate(peak)
+        while t < span:
+            if rng.random() * BURST_FACTOR < intensity(t):
+                changes.append((t, kyma))
+            t += rng.expovariate(peak)
     changes.sort()
-    return Trace(kymas, hours, changes_per_hour, seed, tuple(changes))
+    return Trace(kymas, span, changes_per_hour, seed, tuple(changes), rates)
+
+
+def trace_summary(trace: Trace) -> dict[str, Any]:
+    """What the trace looks like: how skewed, how many changes, the burst profile."""
+    rates = sorted(trace.rates)
+    per_kyma = [0] * trace.kymas
+    for _, kyma in trace.changes:
+        per_kyma[kyma] += 1
+    top = sorted(per_kyma, reverse=True)[: max(1, trace.kymas // 10)]
+    return {
+        "kymas": trace.kymas,
+        "span_s": trace.span,
+        "changes": len(trace.changes),
+        "changes_per_kyma_hour": round(len(trace.changes) / trace.kymas / trace.span * 3600, 3),
+        "seed": trace.seed,
+        "rate_per_kyma_hour": {
+            "p25": round(percentile(rates, 25), 3),
+            "p50": round(percentile(rates, 50), 3),
+            "p90": round(percentile(rates, 90), 3),
+            "max": round(rates[-1], 3),
+        },
+        "top_10pct_kymas_share_of_changes": round(sum(top) / max(1, len(trace.changes)), 3),
+        "skew_sigma": SKEW_SIGMA,
+        "burst": {
+            "cycle_s": BURST_CYCLE_S,
+            "burst_s": BURST_S,
+            "burst_factor": BURST_FACTOR,
+            "quiet_factor": round(QUIET_FACTOR, 3),
+        },
+    }
 
 
 @dataclass(frozen=True)
 class SimSettings:
-    """The KLM model: ``workers`` concurrent reconciles of ``reconcile_seconds`` each."""
+    """The KLM model: ``workers`` concurrent reconciles (None = one per Kyma, no limit)."""
 
-    workers: int = 4
-    reconcile_seconds: float = 0.1
+    workers: int | None = 1
+    reconcile_seconds: float = RECONCILE_SECONDS
     delivery_delays: tuple[float, ...] = (DEFAULT_DELIVERY_DELAY,)
     """Event delays drawn (seeded) per change: a constant, or measured end-to-end samples."""
     seed: int = 0
 
 
+def workers_label(workers: int | None) -> str:
+    if workers is None:
+        return "unlimited (one per Kyma)"
+    return f"{workers} (KLM default)" if workers == 1 else str(workers)
+
+
+def workers_phrase(workers: int | None) -> str:
+    """``1 worker (KLM default)``, ``4 workers``, ``unlimited workers (one per Kyma)``."""
+    if workers is None:
+        return "unlimited workers (one per Kyma)"
+    return "1 worker (KLM default)" if workers == 1 else f"{workers} workers"
+
+
+def saturated(utilization: float) -> bool:
+    """Workers busy (almost) all the time: the queue, not the interval, sets the reaction."""
+    return utilization >= SATURATED
+
+
 @dataclass(frozen=True)
 class ModeResult:
+    """One configuration on one trace; reconciles and reactions count the span [0, span_s)."""
+
     mode: str
+    kymas: int
+    workers: int
     interval_s: float
     events: bool
+    span_s: float
     reconciles: int
     reconciles_per_kyma_hour: float
     event_triggered: int
+    busy_workers: float
+    """Mean concurrent reconciles (reconcile-seconds per second)."""
+    utilization: float
+    saturated: bool
     reaction_p50_s: float
     reaction_p99_s: float
     reaction_max_s: float
     changes: int
     unseen_changes: int
+    simulated_reconciles: int
+    """Every reconcile the loop ran, warm-up and tail included: the benchmark's cost."""
 
 
-def simulate(trace: Trace, mode: Mode, settings: SimSettings = SimSettings()) -> ModeResult:
-    """Replay ``trace`` against the work queue in ``mode``; deterministic."""
-    end = trace.hours * 3600
+def simulate(
+    trace: Trace, mode: Mode, settings: SimSettings = SimSettings(), *, span: float | None = None
+) -> ModeResult:
+    """Replay the first ``span`` seconds of ``trace`` against the work queue; deterministic."""
+    span = trace.span if span is None else min(span, trace.span)
+    d = settings.reconcile_seconds
+    workers = settings.workers or trace.kymas
+    cycle = trace.kymas * d / workers  # one pass over the fleet when every Kyma is queued
+    warmup = mode.interval + d + WARMUP_CYCLES * cycle
+    max_delay = max(settings.delivery_delays) if mode.events else 0.0
+    stop = span + 4 * max(mode.interval + d, cycle) + max_delay
+    rng = random.Random(settings.seed)
     queue: WorkQueue[int] = WorkQueue()
     for kyma in range(trace.kymas):
-        queue.add(kyma, Trigger.STARTUP, 0.0)
-    rng = random.Random(settings.seed)
+        queue.add_after(kyma, Trigger.REQUEUE_TIMER, -warmup + rng.random() * mode.interval)
+    window = trace.changes[: bisect.bisect_left(trace.changes, (span, -1))]
+    pending: list[deque[float]] = [deque() for _ in range(trace.kymas)]
+    for t, kyma in window:
+        pending[kyma].append(t)
     arrivals: deque[tuple[float, int]] = deque(
-        sorted((t + rng.choice(settings.delivery_delays), k) for t, k in trace.changes)
+        sorted((t + rng.choice(settings.delivery_delays), k) for t, k in window)
         if mode.events
         else ()
     )
     running: list[tuple[float, int, int]] = []  # (finish time, seq, kyma)
-    starts: list[list[float]] = [[] for _ in range(trace.kymas)]
-    event_triggered = 0
-    idle, seq, now = settings.workers, 0, 0.0
+    reactions: list[float] = []
+    unreacted = len(window)
+    reconciles = event_triggered = seq = 0  # seq counts every reconcile
+    idle, now = workers, -warmup
     while True:
         queue.promote(now)
         while idle and (item := queue.get()) is not None:
-            starts[item.key].append(now)
-            event_triggered += Trigger.WATCH_EVENT in item.triggers
+            kyma = item.key
+            if 0 <= now < span:
+                reconciles += 1
+                event_triggered += Trigger.WATCH_EVENT in item.triggers
+            waiting = pending[kyma]
+            while waiting and waiting[0] <= now:
+                reactions.append(now - waiting.popleft())
+                unreacted -= 1
             seq += 1
-            heapq.heappush(running, (now + settings.reconcile_seconds, seq, item.key))
+            heapq.heappush(running, (now + d, seq, kyma))
             idle -= 1
-        wakeup = queue.next_wakeup()
-        candidates = [
-            t
-            for t in (
-                running[0][0] if running else None,
-                arrivals[0][0] if arrivals else None,
-                wakeup if idle else None,
-            )
-            if t is not None
-        ]
-        if not candidates or min(candidates) > end:
+        if now >= span and not unreacted:
             break
-        now = max(now, min(candidates))
+        wakeup = queue.next_wakeup() if idle else None
+        following = min(
+            running[0][0] if running else math.inf,
+            arrivals[0][0] if arrivals else math.inf,
+            math.inf if wakeup is None else wakeup,
+        )
+        if following > stop:
+            break
+        now = max(now, following)
         while running and running[0][0] <= now:
             _, _, kyma = heapq.heappop(running)
             queue.add_after(kyma, Trigger.REQUEUE_TIMER, now + mode.interval)
@@ -157,27 +323,27 @@ def simulate(trace: Trace, mode: Mode, settings: SimSettings = SimSettings()) ->
         while arrivals and arrivals[0][0] <= now:
             _, kyma = arrivals.popleft()
             queue.add(kyma, Trigger.WATCH_EVENT, now)
-    reactions: list[float] = []
-    unseen = 0
-    for t, kyma in trace.changes:
-        i = bisect.bisect_left(starts[kyma], t)
-        if i < len(starts[kyma]):
-            reactions.append(starts[kyma][i] - t)
-        else:
-            unseen += 1
-    total = sum(len(s) for s in starts)
+    busy = reconciles * d / span
+    reactions += [math.inf] * unreacted
     return ModeResult(
         mode=mode.name,
+        kymas=trace.kymas,
+        workers=workers,
         interval_s=mode.interval,
         events=mode.events,
-        reconciles=total,
-        reconciles_per_kyma_hour=round(total / trace.kymas / trace.hours, 2),
+        span_s=round(span, 1),
+        reconciles=reconciles,
+        reconciles_per_kyma_hour=round(reconciles / trace.kymas / span * 3600, 2),
         event_triggered=event_triggered,
+        busy_workers=round(busy, 3),
+        utilization=round(busy / workers, 3),
+        saturated=saturated(busy / workers),
         reaction_p50_s=_pct(reactions, 50),
         reaction_p99_s=_pct(reactions, 99),
         reaction_max_s=round(max(reactions), 3) if reactions else math.nan,
-        changes=len(trace.changes),
-        unseen_changes=unseen,
+        changes=len(window),
+        unseen_changes=unreacted,
+        simulated_reconciles=seq,
     )
 
 
@@ -185,8 +351,462 @@ def _pct(values: Sequence[float], q: float) -> float:
     return round(percentile(values, q), 3) if values else math.nan
 
 
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: an unseen change's reaction is written as null."""
+    return None if math.isinf(value) else value
+
+
+def point_json(result: ModeResult) -> dict[str, Any]:
+    """One point of the curve as plain JSON values."""
+    return {k: _finite(v) if isinstance(v, float) else v for k, v in asdict(result).items()}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run simulates, and how much simulated time it may spend per configuration."""
+
+    fleets: tuple[int, ...] = (100, 5000)
+    workers: tuple[int | None, ...] = (1, None)
+    ladder: tuple[float, ...] = LADDER
+    safety_requeues: tuple[float, ...] = (300.0, 600.0, 1800.0)
+    """The first is KLM's default (5 min) and carries the targets; the others are sensitivity."""
+    changes_per_hour: float = CHANGES_PER_HOUR
+    target_changes: int = 2000
+    reconcile_budget: int = 100_000
+    min_cycles: float = 3.0
+    tolerance: float = 0.05
+    """The search stops when the bracket is narrower than this (relative)."""
+    floor_s: float = FLOOR_S
+    reconcile_seconds: float = RECONCILE_SECONDS
+    seed: int = 20260505
+
+
+FULL_PLAN = Plan()
+QUICK_PLAN = Plan(target_changes=500, reconcile_budget=20_000, tolerance=0.1)
+
+
+def span_for(plan: Plan, *, kymas: int, interval: float, workers: int, events: bool) -> float:
+    """Simulated seconds for one configuration (see "Bounded spans" in the module docstring).
+
+    Nondecreasing in ``interval``, so the span at the longest planned interval bounds every
+    searched one and the trace can be drawn once per fleet size.
+    """
+    d = plan.reconcile_seconds
+    fleet_rate = kymas * plan.changes_per_hour / 3600
+    want = plan.target_changes / fleet_rate
+    demand = kymas / (interval + d) + (fleet_rate * BURST_FACTOR if events else 0.0)
+    per_second = min(demand, workers / d)
+    span = max(min(want, plan.reconcile_budget / per_second), plan.min_cycles * (interval + d))
+    if events or span >= BURST_CYCLE_S:
+        # whole burst cycles: the watcher's event-triggered reconciles then see the stated
+        # mean write rate (polling's reconciles do not depend on it)
+        span = BURST_CYCLE_S * max(1, math.ceil(span / BURST_CYCLE_S - 1e-9))
+    return span
+
+
+def comparison_target(watcher_p99: float, floor: float) -> tuple[float, str]:
+    """The reaction p99 polling must reach: the watcher's, or the floor when that is lower."""
+    if watcher_p99 >= floor:
+        return watcher_p99, "the watcher's p99"
+    return floor, "the floor (the watcher's p99 is lower)"
+
+
+@dataclass(frozen=True)
+class Search:
+    """The longest interval whose p99 ≤ ``target``; ``evaluations`` = (interval, p99) tried."""
+
+    target: float
+    found: float | None
+    evaluations: tuple[tuple[float, float], ...]
+
+
+def longest_interval_within(
+    p99_of: Callable[[float], float],
+    target: float,
+    ladder: Sequence[float],
+    *,
+    tolerance: float = 0.05,
+    max_steps: int = 12,
+) -> Search:
+    """Longest interval with ``p99_of(interval) ≤ target``: the ladder brackets it, a
+    geometric bisection narrows the bracket to ``tolerance``.
+
+    The result was itself evaluated, so its p99 ≤ ``target`` holds whatever the noise; for a
+    nondecreasing ``p99_of`` it is also within ``tolerance`` of the longest such interval.
+    None when even the shortest ladder interval misses the target.
+    """
+    evaluations: list[tuple[float, float]] = []
+
+    def ok(interval: float) -> bool:
+        value = p99_of(interval)
+        evaluations.append((interval, value))
+        return value <= target
+
+    rungs = sorted(ladder)
+    passing = [i for i, interval in enumerate(rungs) if ok(interval)]
+    if not passing:
+        return Search(target, None, tuple(evaluations))
+    low = rungs[passing[-1]]
+    if passing[-1] == len(rungs) - 1:
+        return Search(target, low, tuple(evaluations))
+    high = rungs[passing[-1] + 1]
+    for _ in range(max_steps):
+        if high / low <= 1 + tolerance:
+            break
+        middle = math.sqrt(low * high)
+        if ok(middle):
+            low = middle
+        else:
+            high = middle
+    return Search(target, low, tuple(evaluations))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The watcher at one safety requeue vs the polling interval matching its reaction p99.
+
+    ``polling`` is the found interval's result, or polling's best p99 when none matched.
+    """
+
+    watcher: ModeResult
+    target_p99_s: float
+    basis: str
+    found_interval_s: float | None
+    polling: ModeResult
+    search: Search
+
+    @property
+    def reachable(self) -> bool:
+        return self.found_interval_s is not None
+
+    @property
+    def ratio(self) -> float:
+        """Polling's reconciles per Kyma-hour over the watcher's."""
+        return self.polling.reconciles_per_kyma_hour / self.watcher.reconciles_per_kyma_hour
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "safety_requeue_s": self.watcher.interval_s,
+            "target_p99_s": self.target_p99_s,
+            "basis": self.basis,
+            "reachable": self.reachable,
+            "found_interval_s": (
+                None if self.found_interval_s is None else round(self.found_interval_s, 3)
+            ),
+            "ratio": round(self.ratio, 2),
+            "watcher": point_json(self.watcher),
+            "polling": point_json(self.polling),
+            "evaluations": [[round(i, 3), _finite(p)] for i, p in self.search.evaluations],
+        }
+
+
+def best_polling(points: Sequence[ModeResult]) -> ModeResult:
+    """Polling's lowest p99 (the longest interval among equals, as it costs least)."""
+    return min(points, key=lambda r: (r.reaction_p99_s, -r.interval_s))
+
+
+def target_met(comparison: Comparison, wanted: float = WANTED_RATIO) -> bool:
+    """≥ ``wanted`` x fewer reconciles at the same p99, or polling cannot reach that p99 at
+    all because its workers saturate (it would need unboundedly many). Never when the
+    watcher's own workers saturate: its reconcile rate is then KLM's capacity, not a saving.
+    """
+    if comparison.watcher.saturated:
+        return False
+    if comparison.reachable:
+        return comparison.ratio >= wanted
+    return comparison.polling.saturated
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """Every configuration at one fleet size and one worker setting."""
+
+    kymas: int
+    workers: int | None
+    ladder: tuple[ModeResult, ...]
+    watchers: tuple[ModeResult, ...]
+    comparisons: tuple[Comparison, ...]
+    searched: tuple[ModeResult, ...]
+    """Polling intervals the search tried beyond the ladder."""
+
+    @property
+    def simulated_reconciles(self) -> int:
+        return sum(r.simulated_reconciles for r in (*self.ladder, *self.watchers, *self.searched))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kymas": self.kymas,
+            "workers": self.workers if self.workers is not None else self.kymas,
+            "workers_label": workers_label(self.workers),
+            "polling_curve": [point_json(r) for r in self.ladder],
+            "watcher_points": [point_json(r) for r in self.watchers],
+            "searched": [point_json(r) for r in self.searched],
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "simulated_reconciles": self.simulated_reconciles,
+        }
+
+
+def run_workers(
+    trace: Trace, workers: int | None, plan: Plan, delays: Sequence[float]
+) -> WorkerRun:
+    """The polling ladder, the watcher points and one search per safety requeue."""
+    settings = SimSettings(
+        workers=workers,
+        reconcile_seconds=plan.reconcile_seconds,
+        delivery_delays=tuple(delays),
+        seed=plan.seed,
+    )
+    count = workers or trace.kymas
+    cache: dict[float, ModeResult] = {}
+
+    def poll(interval: float) -> ModeResult:
+        if interval not in cache:
+            span = span_for(plan, kymas=trace.kymas, interval=interval, workers=count, events=False)
+            cache[interval] = simulate(trace, polling(interval), settings, span=span)
+        return cache[interval]
+
+    ladder = tuple(poll(interval) for interval in plan.ladder)
+    watchers = tuple(
+        simulate(
+            trace,
+            watcher(requeue),
+            settings,
+            span=span_for(plan, kymas=trace.kymas, interval=requeue, workers=count, events=True),
+        )
+        for requeue in plan.safety_requeues
+    )
+    comparisons = []
+    for point in watchers:
+        target, basis = comparison_target(point.reaction_p99_s, plan.floor_s)
+        search = longest_interval_within(
+            lambda i: poll(i).reaction_p99_s, target, plan.ladder, tolerance=plan.tolerance
+        )
+        matched = poll(search.found) if search.found is not None else best_polling(ladder)
+        comparisons.append(Comparison(point, target, basis, search.found, matched, search))
+    searched = tuple(r for i, r in sorted(cache.items()) if i not in plan.ladder)
+    return WorkerRun(trace.kymas, workers, ladder, watchers, tuple(comparisons), searched)
+
+
 def _seconds(value: float) -> str:
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
+    if math.isinf(value):
+        return "∞ (unseen changes)"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.1f} s" if value < 100 else f"{value:,.0f} s"
+
+
+def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:g} h"
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:,.0f}x" if value >= 10 else f"{value:.1f}x"
+
+
+def _busy(result: ModeResult) -> str:
+    text = f"{result.busy_workers:,.2f} of {result.workers:,}"
+    return text + " (saturated)" if result.saturated else text
+
+
+def _comparison_cells(c: Comparison) -> tuple[Cell, Cell, Cell, Cell]:
+    """Polling interval, its p99, its reconciles per Kyma-hour, and the verdict."""
+    poll = c.polling
+    if c.reachable:
+        assert c.found_interval_s is not None
+        interval = interval_label(c.found_interval_s)
+        p99 = _seconds(poll.reaction_p99_s)
+    else:
+        why = "workers saturated" if poll.saturated else f"none ≥ {LADDER[0]:g} s"
+        interval = f"none ({why})"
+        p99 = f"best {_seconds(poll.reaction_p99_s)} (at {interval_label(poll.interval_s)})"
+    if c.watcher.saturated:
+        verdict = f"no saving: KLM is over capacity in both modes ({_ratio(c.ratio)})"
+    elif c.reachable:
+        verdict = f"{_ratio(c.ratio)} fewer"
+    else:
+        verdict = f"polling cannot reach it ({_ratio(c.ratio)} more even at its best p99)"
+    return interval, p99, _rate(poll.reconciles_per_kyma_hour), verdict
+
+
+def comparison_table(runs: Sequence[WorkerRun], plan: Plan) -> Table:
+    rows: list[tuple[Cell, ...]] = []
+    for run in runs:
+        for c in run.comparisons:
+            sensitivity = (
+                "" if c.watcher.interval_s == plan.safety_requeues[0] else " (sensitivity)"
+            )
+            rows.append(
+                (
+                    f"{run.kymas:,}",
+                    workers_label(run.workers),
+                    interval_label(c.watcher.interval_s) + sensitivity,
+                    _seconds(c.watcher.reaction_p99_s)
+                    + (" (saturated)" if c.watcher.saturated else ""),
+                    _rate(c.watcher.reconciles_per_kyma_hour),
+                    f"{_seconds(c.target_p99_s)}: {c.basis}",
+                    *_comparison_cells(c),
+                )
+            )
+    return Table(
+        "Reconciles per Kyma-hour at the same reaction p99",
+        (
+            "Kymas",
+            "workers",
+            "watcher safety requeue",
+            "watcher p99",
+            "watcher per Kyma-hour",
+            "p99 polling must reach",
+            "polling interval found",
+            "polling p99",
+            "polling per Kyma-hour",
+            "watcher needs",
+        ),
+        tuple(rows),
+        note=(
+            "Polling interval found = the longest interval whose reaction p99 is at most the "
+            "target (ladder bracket, then geometric bisection to "
+            f"{plan.tolerance:.0%}). The target is the watcher's p99, or a "
+            f"{plan.floor_s:g} s floor when the watcher is faster: polling cannot get below "
+            f"~{0.99 * plan.reconcile_seconds * 1000:.0f} ms at any interval (a change landing "
+            "during a reconcile waits for the next one), so matching the floor understates "
+            "the watcher's advantage. Unlimited workers (one per Kyma) is polling's best "
+            "case, not a KLM setting; busy workers in the tables below say how many "
+            "reconciles it keeps running at once."
+        ),
+    )
+
+
+def configurations_table(kymas: int, runs: Sequence[WorkerRun]) -> Table:
+    rows: list[tuple[Cell, ...]] = []
+    for run in runs:
+        for r in (*run.ladder, *run.watchers):
+            rows.append(
+                (
+                    workers_label(run.workers),
+                    r.mode,
+                    _rate(r.reconciles_per_kyma_hour),
+                    r.event_triggered,
+                    _busy(r),
+                    _seconds(r.reaction_p50_s),
+                    _seconds(r.reaction_p99_s),
+                    _seconds(r.reaction_max_s),
+                    r.changes,
+                    _span(r.span_s),
+                )
+            )
+    return Table(
+        f"{kymas:,} Kymas: every configuration (the curve)",
+        (
+            "workers",
+            "mode",
+            "per Kyma-hour",
+            "event-triggered",
+            "busy workers",
+            "reaction p50",
+            "reaction p99",
+            "reaction max",
+            "changes",
+            "simulated span",
+        ),
+        tuple(rows),
+        note=(
+            "Busy workers = mean concurrent reconciles; saturated = busy ≥ "
+            f"{SATURATED:.0%} of the workers: every queued Kyma waits for a pass over the "
+            "queue, so the reaction grows with the queue, whatever the interval."
+        ),
+    )
+
+
+def _fleet_phrase(c: Comparison) -> str:
+    kymas = f"{c.watcher.kymas:,} Kymas"
+    watcher_part = (
+        f"watcher {_rate(c.watcher.reconciles_per_kyma_hour)}/h at p99 "
+        f"{_seconds(c.watcher.reaction_p99_s)}"
+    )
+    if c.watcher.saturated:
+        return (
+            f"{kymas}: {_ratio(c.ratio)}, KLM over capacity in both modes ({watcher_part}, "
+            f"saturated; polling's best p99 {_seconds(c.polling.reaction_p99_s)} at "
+            f"{_rate(c.polling.reconciles_per_kyma_hour)}/h)"
+        )
+    if c.reachable:
+        assert c.found_interval_s is not None
+        return (
+            f"{kymas}: {_ratio(c.ratio)} ({watcher_part}; polling every "
+            f"{interval_label(c.found_interval_s)} {_rate(c.polling.reconciles_per_kyma_hour)}"
+            f"/h at p99 {_seconds(c.polling.reaction_p99_s)})"
+        )
+    return (
+        f"{kymas}: polling cannot reach {_seconds(c.target_p99_s)} at any interval (best "
+        f"{_seconds(c.polling.reaction_p99_s)} at {_rate(c.polling.reconciles_per_kyma_hour)}"
+        f"/h, workers saturated; {watcher_part})"
+    )
+
+
+def _capacity_note(c: Comparison, others: Sequence[Comparison], plan: Plan) -> str:
+    """Why the watcher saves nothing when KLM's workers cannot keep up, and what lifts it."""
+    d = plan.reconcile_seconds
+    kymas, workers = c.watcher.kymas, c.watcher.workers
+    capacity = workers / d
+    timers = kymas / c.watcher.interval_s
+    burst = timers + kymas * plan.changes_per_hour / 3600 * BURST_FACTOR
+    alternatives = "; ".join(
+        f"a {interval_label(o.watcher.interval_s)} safety requeue gives p99 "
+        f"{_seconds(o.watcher.reaction_p99_s)} at {_rate(o.watcher.reconciles_per_kyma_hour)}/h"
+        + (
+            " (still saturated)"
+            if o.watcher.saturated
+            else f" ({_ratio(o.ratio)} fewer than polling at that p99)"
+            if o.reachable
+            else ", which polling cannot reach at any interval"
+        )
+        for o in others
+    )
+    return (
+        f"At {kymas:,} Kymas, {workers} worker{'s' if workers > 1 else ''} x "
+        f"{d * 1000:.0f} ms do{'' if workers > 1 else 'es'} at most "
+        f"{capacity:,.0f} reconciles/s = {capacity * 3600 / kymas:.3g} per Kyma-hour, below the "
+        f"{3600 * timers / kymas:.3g} per Kyma-hour the {interval_label(c.watcher.interval_s)} "
+        f"safety requeue alone needs ({timers:.1f}/s; {burst:.1f}/s with the events of a "
+        "burst). KLM is then over capacity in both modes: every Kyma waits for a pass over "
+        f"the queue (watcher p99 {_seconds(c.watcher.reaction_p99_s)}, polling's best "
+        f"{_seconds(c.polling.reaction_p99_s)}, both {_rate(c.polling.reconciles_per_kyma_hour)}"
+        "/h), so no reconciles can be saved. KLM's capacity, not the watcher's: by "
+        f"arithmetic (not simulated) ≥ {math.ceil(burst * d / SATURATED):,} workers or "
+        f"reconciles ≤ {1000 * workers * SATURATED / burst:.0f} ms keep up even in a burst, "
+        "and then the unlimited-workers row applies; a longer safety requeue helps too: "
+        f"{alternatives}."
+    )
+
+
+def _target(workers: int | None, runs: Sequence[WorkerRun], plan: Plan) -> Target:
+    mine = [r for r in runs if r.workers == workers]
+    main = [r.comparisons[0] for r in mine]
+    notes = [
+        _capacity_note(run.comparisons[0], run.comparisons[1:], plan)
+        for run in mine
+        if run.comparisons[0].watcher.saturated
+    ]
+    notes += [
+        f"At {c.watcher.kymas:,} Kymas polling needs only {_ratio(c.ratio)} the watcher's "
+        f"reconciles for p99 {_seconds(c.target_p99_s)}."
+        for c in main
+        if not c.watcher.saturated and not target_met(c)
+    ]
+    return Target(
+        "watcher vs polling, reconciles per Kyma-hour at the same reaction p99: "
+        f"{workers_phrase(workers)}, {interval_label(plan.safety_requeues[0])} safety requeue",
+        f"≥ {WANTED_RATIO:g}x fewer",
+        "; ".join(_fleet_phrase(c) for c in main),
+        all(target_met(c) for c in main),
+        note=" ".join(notes),
+    )
 
 
 def run_requeue(
@@ -194,105 +814,88 @@ def run_requeue(
     quick: bool,
     delivery_delays: Sequence[float] = (),
     delay_source: str = "",
+    plan: Plan | None = None,
 ) -> BenchResult:
-    """Benchmark 5: the three modes (plus longer safety requeues) on one seeded trace.
+    """Benchmark 5: reconciles per Kyma-hour at the same reaction p99, per fleet size.
 
     ``delivery_delays`` (seconds) are measured write → reconcile-start samples (benchmark
     2); without them every event takes :data:`DEFAULT_DELIVERY_DELAY`.
     """
     started = time.monotonic()
-    kymas, hours = (100, 2.0) if quick else (100, 6.0)
-    trace = churn_trace(kymas, hours, changes_per_hour=3.0, seed=20260505)
+    plan = plan or (QUICK_PLAN if quick else FULL_PLAN)
     delays = tuple(delivery_delays) or (DEFAULT_DELIVERY_DELAY,)
-    settings = SimSettings(delivery_delays=delays, seed=trace.seed)
-    delay = percentile(delays, 50)
-    results = [simulate(trace, mode, settings) for mode in (*MODES, *SENSITIVITY)]
-    by_name = {r.mode: r for r in results}
-    poll30, watcher = by_name["polling 30 s"], by_name["watcher + 5 min requeue"]
-    ratio = poll30.reconciles / watcher.reconciles
-    rows: list[tuple[Cell, ...]] = [
-        (
-            r.mode,
-            r.reconciles,
-            r.reconciles_per_kyma_hour,
-            round(poll30.reconciles / r.reconciles, 1),
-            r.event_triggered,
-            _seconds(r.reaction_p50_s),
-            _seconds(r.reaction_p99_s),
-            _seconds(r.reaction_max_s),
-        )
-        for r in results
-    ]
     source = (
         delay_source
         if delivery_delays
         else f"documented constant {DEFAULT_DELIVERY_DELAY * 1000:.0f} ms"
     )
-    table = Table(
-        f"Requeue economics: {kymas} Kymas, {hours:g} simulated hours, "
-        f"{len(trace.changes)} changes (Poisson, 3 per Kyma-hour, seed {trace.seed})",
-        (
-            "mode",
-            "reconciles",
-            "per Kyma-hour",
-            "fewer than 30 s polling",
-            "event-triggered",
-            "reaction p50",
-            "reaction p99",
-            "reaction max",
-        ),
-        tuple(rows),
-        note=(
-            f"KLM model: {settings.workers} workers, {settings.reconcile_seconds * 1000:.0f} ms "
-            f"per reconcile, requeue after each reconcile; watcher events arrive "
-            f"after a delay drawn from {len(delays)} sample(s), median {delay * 1000:.0f} ms "
-            f"({source}). Reaction = change → start of "
-            "the next reconcile of that Kyma. The last two rows are a sensitivity check, not "
-            "one of the issue's modes."
-        ),
+    runs: list[WorkerRun] = []
+    traces: list[Trace] = []
+    for kymas in plan.fleets:
+        span = max(
+            span_for(plan, kymas=kymas, interval=interval, workers=workers or kymas, events=events)
+            for interval, events in (
+                *((i, False) for i in plan.ladder),
+                *((r, True) for r in plan.safety_requeues),
+            )
+            for workers in plan.workers
+        )
+        trace = write_trace(kymas, span, plan.changes_per_hour, seed=plan.seed)
+        traces.append(trace)
+        runs += [run_workers(trace, workers, plan, delays) for workers in plan.workers]
+    seconds = time.monotonic() - started
+    simulated = sum(run.simulated_reconciles for run in runs)
+    delay = percentile(delays, 50)
+    summaries = [trace_summary(t) for t in traces]
+    trace_note = "; ".join(
+        f"{s['kymas']:,} Kymas: {s['changes']:,} changes in {s['span_s'] / 3600:g} h, "
+        f"per-Kyma rate p50 {s['rate_per_kyma_hour']['p50']:g}/h, p90 "
+        f"{s['rate_per_kyma_hour']['p90']:g}/h, max {s['rate_per_kyma_hour']['max']:g}/h, "
+        f"busiest 10% of Kymas make {s['top_10pct_kymas_share_of_changes']:.0%} of the changes"
+        for s in summaries
     )
-    ten_min = by_name["watcher + 10 min requeue"]
-    thirty = by_name["watcher + 30 min requeue"]
-    target = Target(
-        "watcher mode: fewer reconciles than 30 s polling, lower reaction p99",
-        "≥ 20x fewer, lower p99",
-        f"{ratio:.1f}x fewer; p99 {_seconds(watcher.reaction_p99_s)} vs "
-        f"{_seconds(poll30.reaction_p99_s)}",
-        ratio >= 20 and watcher.reaction_p99_s < poll30.reaction_p99_s,
-        note=(
-            "Arithmetic bound, not a performance problem: with a 5 min safety requeue every "
-            "Kyma is reconciled at least 12x/h, and 30 s polling does 120x/h, so the ratio "
-            "can never exceed 10x (the watcher's events add "
-            f"{watcher.reconciles_per_kyma_hour - 12:.1f}/h on top). Lifting it means a "
-            f"longer safety requeue: 10 min gives {poll30.reconciles / ten_min.reconciles:.1f}x, "
-            f"30 min gives {poll30.reconciles / thirty.reconciles:.1f}x with the same reaction "
-            "p99, since events, not timers, carry the reaction."
-            if ratio < 20
-            else ""
-        ),
+    description = (
+        "Reconciles per Kyma-hour each mode needs to reach the same reaction p99 (change → "
+        "start of the next reconcile of that Kyma), by a discrete-event simulation over the "
+        "KLM work queue (`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`) in "
+        "simulated time; no real sleeping. "
+        f"KLM model: {plan.reconcile_seconds * 1000:.0f} ms per reconcile, requeue after "
+        "each reconcile, 1 worker (`max-concurrent-kyma-reconciles` default) and, labelled, "
+        "one worker per Kyma (polling's best case). Watcher events arrive after a delay "
+        f"drawn from {len(delays)} sample(s), median {delay * 1000:.0f} ms ({source}). "
+        f"Write trace (seed {plan.seed}): mean {plan.changes_per_hour:g} changes per "
+        f"Kyma-hour, per-Kyma rates log-normal (sigma {SKEW_SIGMA:g}), busy-hour bursts "
+        f"({BURST_S / 60:.0f} min of every hour at {BURST_FACTOR:g}x, the rest at "
+        f"{QUIET_FACTOR:.1f}x); {trace_note}. Each configuration simulates a prefix of its "
+        f"fleet's trace, ~{plan.reconcile_budget:,} reconciles at most within the span (see "
+        f"the span column); {simulated:,} reconciles simulated in all, warm-ups included, "
+        f"in {seconds:.1f} s wall."
     )
+    targets = tuple(_target(workers, runs, plan) for workers in plan.workers)
     return BenchResult(
         name="requeue",
         title="5. Requeue economics (simulated time)",
-        seconds=time.monotonic() - started,
-        description=(
-            "The same seeded churn trace replayed against the KLM work queue "
-            "(`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`) with a simulated "
-            "clock; no real sleeping."
+        seconds=seconds,
+        description=description,
+        tables=(
+            comparison_table(runs, plan),
+            *(configurations_table(k, [r for r in runs if r.kymas == k]) for k in plan.fleets),
         ),
-        tables=(table,),
-        targets=(target,),
+        targets=targets,
         figures={
-            "kymas": kymas,
-            "hours": hours,
-            "changes": len(trace.changes),
-            "seed": trace.seed,
-            "workers": settings.workers,
-            "reconcile_seconds": settings.reconcile_seconds,
+            "plan": {
+                **{k: v for k, v in asdict(plan).items() if k != "workers"},
+                "workers": [w if w is not None else "one per Kyma" for w in plan.workers],
+            },
+            "wall_seconds": round(seconds, 2),
+            "simulated_reconciles": simulated,
             "delivery_delay_p50_s": round(delay, 4),
             "delivery_delay_samples": len(delays),
             "delivery_delay_source": source,
-            "modes": [vars(r) for r in results],
-            "ratio_poll30_to_watcher": round(ratio, 2),
+            "traces": summaries,
+            "fleets": [
+                {"kymas": k, "runs": [r.to_json() for r in runs if r.kymas == k]}
+                for k in plan.fleets
+            ],
         },
     )

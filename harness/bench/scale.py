@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 
 from harness.bench.common import BenchContext, cpu_seconds, rss_mib
+from harness.bench.gatewaykit import MANAGER, SERVICE, gateway_pki, issue_skrs, virtual_service
 from harness.bench.model import BenchResult, Cell, Table, Target, summary
 from harness.bench.profiled import by_package, top_functions
 from harness.clusters.ports import free_port
@@ -34,8 +35,6 @@ from harness.kcp.gateway.routes import service_key
 from watcher import pki
 from watcher.render.envoy import TlsFiles
 
-MANAGER = "lifecycle-manager"
-SERVICE = ("klm-controller-manager-events", "kcp-system", 8082)
 IN_FLIGHT = 64
 TARGET_PER_S, TARGET_GROWTH = 2000, 2.0
 EVENT = json.dumps(
@@ -44,57 +43,6 @@ EVENT = json.dumps(
         "watchedGvk": {"group": "operator.kyma-project.io", "version": "v1beta2", "kind": "Kyma"},
     }
 ).encode()
-
-
-def virtual_service() -> dict[str, Any]:
-    """KLM's VirtualService for ``klm-watcher`` (as ``watcher.render`` would produce)."""
-    name, namespace, port = SERVICE
-    return {
-        "apiVersion": "networking.istio.io/v1beta1",
-        "kind": "VirtualService",
-        "metadata": {"name": "klm-watcher", "namespace": namespace},
-        "spec": {
-            "gateways": [f"{namespace}/klm-watcher"],
-            "hosts": ["listener.kyma.local"],
-            "http": [
-                {
-                    "name": f"{namespace}/klm-watcher",
-                    "match": [{"uri": {"prefix": f"/v2/{MANAGER}/event"}}],
-                    "route": [
-                        {
-                            "destination": {
-                                "host": f"{name}.{namespace}.svc.cluster.local",
-                                "port": {"number": port},
-                            }
-                        }
-                    ],
-                }
-            ],
-        },
-    }
-
-
-def _write(path: Path, data: bytes) -> str:
-    pki.write_atomic(path, data)
-    return str(path)
-
-
-def issue_skrs(ca: pki.CertificateAuthority, root: Path, n: int) -> list[tuple[str, str, str]]:
-    """``n`` runtime certificates (EC keys): (runtime id, cert file, key file)."""
-    out = []
-    for i in range(n):
-        rid = f"runtime-{i:04d}"
-        leaf = pki.issue_runtime_certificate(
-            ca, rid, f"skr-{i:04d}.kyma.example.com", key_type="ec"
-        )
-        out.append(
-            (
-                rid,
-                _write(root / f"{rid}.crt", leaf.cert_pem),
-                _write(root / f"{rid}.key", leaf.key_pem),
-            )
-        )
-    return out
 
 
 async def _measure(
@@ -217,13 +165,7 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     started = time.monotonic()
     root = ctx.logs("scale-pki")
     logs = ctx.logs("scale")
-    ca = pki.create_ca("kcp-ca", key_type="ec")
-    server = pki.issue_server_certificate(ca, "kcp-gateway", key_type="ec")
-    gateway_tls = TlsFiles(
-        cert_chain=_write(root / "gw.crt", server.cert_pem),
-        private_key=_write(root / "gw.key", server.key_pem),
-        ca=_write(root / "ca.crt", ca.cert_pem),
-    )
+    ca, gateway_tls = gateway_pki(root)
     count = 3000 if ctx.quick else 12000
     rows = []
     for n in (10, 100, 1000):

@@ -89,6 +89,12 @@ async def _health(ctx: BenchContext) -> BenchResult:
     return await run_health(ctx)
 
 
+async def _fleet(ctx: BenchContext) -> BenchResult:
+    from harness.bench.fleet import run_fleet
+
+    return await run_fleet(ctx)
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("admission", "1. Admission latency vs KCP health", 300, _admission),
     Benchmark("e2e", "2. End-to-end latency", 240, _e2e),
@@ -97,6 +103,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("requeue", "5. Requeue economics (simulated time)", 60, _requeue),
     Benchmark("cost", "6. Harness cost", 240, _cost),
     Benchmark("health", "7. Watcher health cost", 180, _health),
+    Benchmark("fleet", "8. Fleet run", 1200, _fleet),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
 

@@ -29,8 +29,9 @@ from typing import Any
 
 import aiohttp
 
+from harness.bench.gatewaykit import MANAGER, SERVICE, issue_skrs, virtual_service
 from harness.bench.model import summary
-from harness.bench.scale import EVENT, MANAGER, SERVICE, issue_skrs, virtual_service
+from harness.bench.scale import EVENT
 from harness.clusters.ports import free_port
 from harness.clusters.process import NotReady, OwnedProcess
 from harness.kcp.gateway.envoy import EnvoyGateway

@@ -12,10 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.bench.model import BenchResult, Cell, RunMeta, Table, Target
-from harness.report.plot import bar_chart_png, line_chart_png
+from harness.report.plot import _PALETTE, _figure, _png, _style, line_chart_png
 
 E2E_PLOT = "benchmarks-e2e-latency.png"
-RECONCILE_PLOT = "benchmarks-reconciles.png"
+REQUEUE_PLOT = "benchmarks-requeue.png"
+FLEET_PLOT = "benchmarks-fleet-queue.png"
+ADMISSION_PLOT = "benchmarks-admission-cdf.png"
 
 MEASURED_ELSEWHERE = (
     ("first `kube-apiserver` build (cold module cache)", "3 min 44 s wall", "`make binaries`"),
@@ -141,7 +143,7 @@ def render_json(results: Sequence[BenchResult], meta: RunMeta) -> str:
 
 
 def render_plots(results: Sequence[BenchResult]) -> dict[str, bytes]:
-    """File name → PNG for the benchmarks present (e2e latency, reconciles per mode)."""
+    """File name → PNG for the benchmarks present (e2e latency, requeue curve, fleet queue)."""
     by_name = {r.name: r for r in results if not r.error}
     plots: dict[str, bytes] = {}
     e2e = by_name.get("e2e")
@@ -161,17 +163,132 @@ def render_plots(results: Sequence[BenchResult]) -> dict[str, bytes]:
             ylabel="latency (ms)",
             log_y=True,
         )
+    admission = by_name.get("admission")
+    alone = admission.figures.get("webhook_alone", []) if admission else []
+    if admission and alone:
+        plots[ADMISSION_PLOT] = admission_cdf_png(admission.figures["curve_percentiles"], alone)
     requeue = by_name.get("requeue")
-    if requeue:
-        modes = requeue.figures["modes"]
-        plots[RECONCILE_PLOT] = bar_chart_png(
-            [m["mode"].replace(" + ", "\n+ ") for m in modes],
-            {"reconciles per Kyma-hour": [m["reconciles_per_kyma_hour"] for m in modes]},
-            title="Reconciles per Kyma-hour by mode (same churn trace)",
-            ylabel="reconciles / Kyma / hour",
-            width=8.0,
+    if requeue and requeue.figures.get("fleets"):
+        plots[REQUEUE_PLOT] = requeue_curve_png(
+            requeue.figures["fleets"], floor_s=requeue.figures["plan"]["floor_s"]
         )
+    fleet = by_name.get("fleet")
+    if fleet and fleet.figures.get("timeline"):
+        plots[FLEET_PLOT] = fleet_queue_png(fleet)
     return plots
+
+
+def requeue_curve_png(fleets: Sequence[Mapping[str, Any]], *, floor_s: float) -> bytes:
+    """Reconciles per Kyma-hour vs reaction p99, both log, one panel per fleet size.
+
+    Per worker setting the polling ladder is a line (its points labelled with the interval)
+    and the watcher's safety requeues are markers on the same axes, so "how much more does
+    polling pay for the same reaction" is the vertical gap at equal x; a star marks the
+    polling interval matched to the 5 min watcher, the dotted line the floor of the search.
+    """
+    fig = _figure(5.4 * len(fleets), 4.6)
+    axes = fig.subplots(1, len(fleets), sharey=True, squeeze=False)[0]
+    markers = ("^", "s", "D", "v", "P")
+    for ax, fleet in zip(axes, fleets, strict=True):
+        _style(ax)
+        ax.grid(axis="x", color="#eeeeee", linewidth=0.6)
+        ax.axvline(floor_s, color="#999999", linestyle=":", linewidth=1)
+        for n, run in enumerate(fleet["runs"]):
+            color = _PALETTE[n % len(_PALETTE)]
+            who = (
+                "unlimited workers"
+                if run["workers"] == fleet["kymas"] and run["workers"] > 1
+                else f"{run['workers']} worker" + ("s" if run["workers"] > 1 else "")
+            )
+            curve = [p for p in run["polling_curve"] if p["reaction_p99_s"] is not None]
+            ax.plot(
+                [p["reaction_p99_s"] for p in curve],
+                [p["reconciles_per_kyma_hour"] for p in curve],
+                marker="o",
+                markersize=3,
+                linewidth=1.2,
+                linestyle="-" if n == 0 else "--",
+                color=color,
+                label=f"polling, {who}",
+            )
+            stuck = [p for p in curve if p["saturated"]]
+            if len(stuck) > 1:  # several intervals, one point: the queue sets the reaction
+                ax.annotate(
+                    f"{who}: {stuck[0]['mode'].removeprefix('polling ')} … "
+                    f"{stuck[-1]['mode'].removeprefix('polling ')} all saturate here",
+                    (stuck[0]["reaction_p99_s"], stuck[0]["reconciles_per_kyma_hour"]),
+                    textcoords="offset points",
+                    xytext=(-150, -22),
+                    fontsize=7,
+                    color=color,
+                    arrowprops={"arrowstyle": "->", "color": color, "linewidth": 0.8},
+                )
+            if n == len(fleet["runs"]) - 1:  # label once: the curves share the long intervals
+                for p in curve:
+                    ax.annotate(
+                        p["mode"].removeprefix("polling "),
+                        (p["reaction_p99_s"], p["reconciles_per_kyma_hour"]),
+                        textcoords="offset points",
+                        xytext=(4, 3),
+                        fontsize=6,
+                        color="#555555",
+                    )
+            for m, point in enumerate(run["watcher_points"]):
+                if point["reaction_p99_s"] is None:  # a change never reconciled: no point
+                    continue
+                ax.scatter(
+                    [point["reaction_p99_s"]],
+                    [point["reconciles_per_kyma_hour"]],
+                    marker=markers[m % len(markers)],
+                    s=42,
+                    color=color,
+                    edgecolors="black",
+                    linewidths=0.6,
+                    zorder=3,
+                    label=f"{point['mode']}, {who}",
+                )
+            main = run["comparisons"][0] if run["comparisons"] else None
+            if main and main["reachable"] and main["polling"]["reaction_p99_s"] is not None:
+                ax.scatter(
+                    [main["polling"]["reaction_p99_s"]],
+                    [main["polling"]["reconciles_per_kyma_hour"]],
+                    marker="*",
+                    s=110,
+                    color=color,
+                    edgecolors="black",
+                    linewidths=0.6,
+                    zorder=4,
+                    label=f"polling matched to the watcher, {who}",
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("reaction p99 (s): change → next reconcile starts")
+        ax.set_title(f"{fleet['kymas']:,} Kymas", fontsize=10)
+    axes[0].set_ylabel("reconciles per Kyma-hour")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
+    title = f"Reconciles vs reaction p99 on one write trace (dotted: the {floor_s:g} s floor)"
+    fig.suptitle(title, fontsize=10)
+    return _png(fig)
+
+
+def fleet_queue_png(fleet: BenchResult) -> bytes:
+    """The fleet run's work queue over its window: depth (max per second), events sent and
+    reconciles started per second — so a queue that grows shows what fed it."""
+    line = fleet.figures["timeline"]
+    kymas = fleet.figures["config"]["kymas"]
+    return line_chart_png(
+        [float(s) for s in line["second"]],
+        {
+            "queue depth (max sampled)": line["depth_max"],
+            "events sent /s": line["events"],
+            "reconciles started /s": line["reconciles"],
+        },
+        title=f"KLM work queue with {kymas:,} Kymas (1 worker, 5 min requeue)",
+        xlabel="seconds into the measured window",
+        ylabel="keys / per second",
+        width=8.0,
+    )
 
 
 def render_console(results: Sequence[BenchResult]) -> str:
@@ -185,3 +302,19 @@ def render_console(results: Sequence[BenchResult]) -> str:
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def admission_cdf_png(percentiles: Sequence[float], rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """Latency at each percentile per KCP state (a CDF turned on its side): x in "nines"
+    (1 = p90, 2 = p99, 3 = p99.9) so the tail gets the room; the maximum is left out."""
+    kept = [i for i, q in enumerate(percentiles) if q < 100.0]
+    x = [round(-math.log10(1 - percentiles[i] / 100), 3) for i in kept]
+    return line_chart_png(
+        x,
+        {f"KCP {r['kcp']}": [r["curve_ms"][i] for i in kept] for r in rows},
+        title="Webhook admission latency per KCP state (async, spool on)",
+        xlabel="percentile in nines (0.3 = p50, 1 = p90, 2 = p99, 3 = p99.9)",
+        ylabel="POST → answer (ms)",
+        log_y=True,
+        width=7.2,
+    )

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from watcher.decide import Reason, decide, go_deep_equal
+from watcher.decide import Reason, decide, go_deep_equal, go_deep_equal_walk
 from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
 
 
@@ -120,6 +120,28 @@ def test_numbers_compare_like_go_float64() -> None:
     assert decide(review("UPDATE", kyma({"n": True}), kyma({"n": 1})), manager="m").send
     assert go_deep_equal(2**53, 2**53 + 1)  # float64 rounding, exactly as Go decodes them
     assert not go_deep_equal({"a": None}, {})
+    assert not go_deep_equal([True], [1]) and not go_deep_equal({"a": [0]}, {"a": [False]})
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([0.0, 1.0, -0.0, 2**53]),
+    st.sampled_from(["", "a"]),
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner),
+    max_leaves=8,
+)
+
+
+@given(_json, _json)
+def test_fast_path_agrees_with_the_walk(a: Any, b: Any) -> None:
+    """The C fast path may only shortcut; it never changes an answer."""
+    assert go_deep_equal(a, b) == go_deep_equal_walk(a, b)
+    assert go_deep_equal(a, copy.deepcopy(a)) == go_deep_equal_walk(a, copy.deepcopy(a))
 
 
 def test_core_group_and_cluster_scoped_object() -> None:

@@ -6,6 +6,11 @@ One ``ClientSession`` with one ``TCPConnector`` keeps connections alive between 
 context, so after a rotation new requests open connections with the new files, requests
 in flight finish on their old connection, and idle old connections are closed by the
 connector's keep-alive timeout. Nothing is re-read from disk per request.
+
+``keepalive_timeout=0`` opens a new connection (and TLS handshake) per event, as upstream
+does: a choice for gateways that must not see long-lived connections, and the baseline the
+benchmarks compare pooling against. The session is lean on purpose (no cookie jar, one
+timeout object per limit): per-event client work is a large share of the webhook's CPU.
 """
 
 from __future__ import annotations
@@ -71,16 +76,31 @@ class KcpClient:
         self._pool_size = pool_size
         self._keepalive = keepalive_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     async def start(self) -> None:
-        connector = aiohttp.TCPConnector(
-            limit=self._pool_size, keepalive_timeout=self._keepalive, ssl=self._tls.client_context
-        )
+        if self._keepalive > 0:
+            connector = aiohttp.TCPConnector(
+                limit=self._pool_size,
+                keepalive_timeout=self._keepalive,
+                ssl=self._tls.client_context,
+            )
+        else:
+            connector = aiohttp.TCPConnector(
+                limit=self._pool_size, force_close=True, ssl=self._tls.client_context
+            )
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers={"Content-Type": "application/json"},
             skip_auto_headers=("User-Agent",),
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
+
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
+        return timeout
 
     async def close(self) -> None:
         session, self._session = self._session, None
@@ -102,7 +122,7 @@ class KcpClient:
             url,
             data=body,
             ssl=self._tls.client_context,
-            timeout=aiohttp.ClientTimeout(total=time_limit),
+            timeout=self._timeout(time_limit),
             allow_redirects=False,
         ) as resp:
             raw = await resp.content.read(MAX_ERROR_BODY)

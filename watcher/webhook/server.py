@@ -133,7 +133,12 @@ class Webhook:
 
             sender: KcpClient | _NoKcp = _NoKcp()
             if s.kcp_base_url is not None:
-                client = KcpClient(s.kcp_base_url, self.tls, pool_size=s.delivery.pool_size)
+                client = KcpClient(
+                    s.kcp_base_url,
+                    self.tls,
+                    pool_size=s.delivery.pool_size,
+                    keepalive_timeout=s.delivery.keepalive,
+                )
                 await client.start()
                 stack.push_async_callback(client.close)
                 sender = client

@@ -36,6 +36,9 @@ Variable                            Default         Meaning
 ``WATCHER_OVERFLOW_POLICY``         ``drop-oldest`` ``drop-oldest`` or ``reject-newest``
 ``WATCHER_WORKERS``                 ``4``           concurrent delivery tasks (async)
 ``WATCHER_POOL_SIZE``               ``16``          max. TCP connections to the KCP
+``WATCHER_KEEPALIVE_SECONDS``       ``30``          how long an idle KCP connection is kept;
+                                                    ``0``: a new connection per event
+                                                    (upstream's behaviour)
 ``WATCHER_RETRY_BASE_SECONDS``      ``0.5``         first backoff ceiling (full jitter)
 ``WATCHER_RETRY_MAX_SECONDS``       ``30``          backoff ceiling cap, also caps Retry-After
 ``WATCHER_MAX_EVENT_AGE_SECONDS``   ``300``         an undelivered event older than this is
@@ -97,6 +100,8 @@ class DeliverySettings:
     overflow_policy: OverflowPolicy = "drop-oldest"
     workers: int = 4
     pool_size: int = 16
+    keepalive: float = 30.0
+    """Idle seconds a pooled KCP connection is kept; 0: a new connection per event."""
     retry_base: float = 0.5
     retry_max: float = 30.0
     max_event_age: float = 300.0
@@ -166,6 +171,13 @@ def _positive_int(raw: str) -> int:
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if not value > 0 or value == float("inf"):
+        raise ValueError(raw)
+    return value
+
+
+def _non_negative_float(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0 or value == float("inf"):
         raise ValueError(raw)
     return value
 
@@ -249,6 +261,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> WebhookSettings:
         ),
         workers=_get(env, "WATCHER_WORKERS", 4, _positive_int, pos_i),
         pool_size=_get(env, "WATCHER_POOL_SIZE", 16, _positive_int, pos_i),
+        keepalive=_get(
+            env, "WATCHER_KEEPALIVE_SECONDS", 30.0, _non_negative_float, "a number of seconds ≥ 0"
+        ),
         retry_base=_get(env, "WATCHER_RETRY_BASE_SECONDS", 0.5, _positive_float, pos_f),
         retry_max=_get(env, "WATCHER_RETRY_MAX_SECONDS", 30.0, _positive_float, pos_f),
         max_event_age=_get(env, "WATCHER_MAX_EVENT_AGE_SECONDS", 300.0, _positive_float, pos_f),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 from harness.bench.model import BenchResult, RunMeta, Table, Target
-from harness.bench.requeue import run_requeue
+from harness.bench.requeue import Plan, run_requeue
 from harness.bench.writer import (
-    RECONCILE_PLOT,
+    REQUEUE_PLOT,
     render_console,
     render_json,
     render_markdown,
@@ -27,6 +28,22 @@ META = RunMeta(
 )
 
 
+@functools.cache
+def requeue() -> BenchResult:
+    """A small requeue run (two fleets, short ladder); 1 s reconciles saturate 1 worker at
+    400 Kymas, so its 1-worker target is missed and explained."""
+    plan = Plan(
+        fleets=(20, 400),
+        ladder=(0.5, 2.0, 10.0, 60.0, 600.0),
+        safety_requeues=(300.0, 1800.0),
+        target_changes=60,
+        reconcile_budget=2000,
+        reconcile_seconds=1.0,
+        floor_s=3.0,
+    )
+    return run_requeue(quick=True, plan=plan)
+
+
 def results() -> list[BenchResult]:
     other = BenchResult(
         name="demo",
@@ -37,18 +54,19 @@ def results() -> list[BenchResult]:
         figures={"a": [1, 2], "nan": float("nan")},
     )
     failed = BenchResult(name="broken", title="Broken", seconds=0.0, error="boom")
-    return [run_requeue(quick=True), other, failed]
+    return [requeue(), other, failed]
 
 
 def test_markdown_has_command_cores_versions_tables_and_targets() -> None:
-    text = render_markdown(results(), META, plots=[RECONCILE_PLOT])
+    text = render_markdown(results(), META, plots=[REQUEUE_PLOT])
     assert "`python -m harness.bench --quick`" in text
     assert "2-core" in text and "Envoy 1.40.0" in text
     assert "busy" in text  # load 1.5 on 2 cores
     assert "| thing | ≥ 1 | 2 | ✅ met | demo |" in text
-    assert "❌ missed" in text and "Arithmetic bound" in text  # requeue ratio is ≤ 10x
+    assert "❌ missed" in text and "over capacity in both modes" in text  # 1 worker, 400 Kymas
+    assert "**Reconciles per Kyma-hour at the same reaction p99**" in text
     assert "**Failed:** `boom`" in text
-    assert f"![{RECONCILE_PLOT}]({RECONCILE_PLOT})" in text
+    assert f"![{REQUEUE_PLOT}]({REQUEUE_PLOT})" in text
 
 
 def test_json_round_trips_every_figure() -> None:
@@ -57,12 +75,14 @@ def test_json_round_trips_every_figure() -> None:
     demo = doc["benchmarks"][1]
     assert demo["figures"] == {"a": [1, 2], "nan": None}
     assert doc["benchmarks"][2]["error"] == "boom"
-    assert len(doc["benchmarks"][0]["figures"]["modes"]) == 5
+    fleets = doc["benchmarks"][0]["figures"]["fleets"]
+    assert [f["kymas"] for f in fleets] == [20, 400]
+    assert all(len(run["polling_curve"]) == 5 for f in fleets for run in f["runs"])
 
 
 def test_plots_are_png_and_console_lists_targets() -> None:
     plots = render_plots(results())
-    assert set(plots) == {RECONCILE_PLOT}
-    assert plots[RECONCILE_PLOT].startswith(PNG_SIGNATURE)
+    assert set(plots) == {REQUEUE_PLOT}
+    assert plots[REQUEUE_PLOT].startswith(PNG_SIGNATURE)
     console = render_console(results())
     assert "thing" in console and "requeue" in console and "failed" in console

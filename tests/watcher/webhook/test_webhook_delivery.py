@@ -249,6 +249,23 @@ async def client(pki: Pki, kcp: FakeKcp) -> AsyncIterator[KcpClient]:
     await c.close()
 
 
+@pytest.mark.parametrize(("keepalive", "connections"), [(30.0, 1), (0.0, 3)])
+async def test_keepalive_zero_opens_a_connection_per_event(
+    pki: Pki, kcp: FakeKcp, keepalive: float, connections: int
+) -> None:
+    """Pooled by default; ``WATCHER_KEEPALIVE_SECONDS=0`` is upstream's one per event."""
+    tls = TLSReloader(pki.files)
+    tls.load()
+    c = KcpClient(f"https://{kcp.addr}", tls, pool_size=4, keepalive_timeout=keepalive)
+    await c.start()
+    try:
+        for _ in range(3):
+            assert (await c.post(PATH, event_body(), time_limit=5.0)).status == 200
+    finally:
+        await c.close()
+    assert len({r.client_port for r in kcp.received}) == connections
+
+
 def make_delivery(
     client: KcpClient, clock: FakeClock, delays: list[float], **settings: Any
 ) -> Delivery:

@@ -44,6 +44,7 @@ def test_every_variable(env: dict[str, str]) -> None:
         "WATCHER_OVERFLOW_POLICY": "reject-newest",
         "WATCHER_WORKERS": "2",
         "WATCHER_POOL_SIZE": "3",
+        "WATCHER_KEEPALIVE_SECONDS": "0",
         "WATCHER_RETRY_BASE_SECONDS": "0.1",
         "WATCHER_RETRY_MAX_SECONDS": "2",
         "WATCHER_MAX_EVENT_AGE_SECONDS": "60",
@@ -71,6 +72,7 @@ def test_every_variable(env: dict[str, str]) -> None:
     assert (d.sync_attempts, d.sync_timeout, d.drain_timeout) == (1, 1.5, 7)
     assert (s.tls_reload_interval, s.max_body_bytes, s.log_level) == (0.5, 1024, "DEBUG")
     assert s.legacy_owner is True
+    assert d.keepalive == 0
 
 
 @pytest.mark.parametrize(
@@ -90,6 +92,7 @@ def test_every_variable(env: dict[str, str]) -> None:
         ("WATCHER_LOG_LEVEL", "chatty", "DEBUG, INFO"),
         ("WEBHOOK_HOST", "http://x", "IP address or host name"),
         ("WATCHER_LEGACY_OWNER", "maybe", "true or false"),
+        ("WATCHER_KEEPALIVE_SECONDS", "-1", "seconds ≥ 0"),
     ],
 )
 def test_invalid_values_name_the_variable(

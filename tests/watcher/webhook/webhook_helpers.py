@@ -90,6 +90,8 @@ class Received:
     headers: dict[str, str]
     client_cn: str
     client_serial: str
+    client_port: int = 0
+    """The connection's source port: tells a reused connection from a new one."""
 
 
 @dataclass
@@ -134,6 +136,9 @@ class FakeKcp:
             dict(request.headers),
             cn_of(peer),
             serial_of(peer),
+            (request.transport.get_extra_info("peername") or ("", 0))[1]
+            if request.transport
+            else 0,
         )
         self.attempts.append(rec)
         self.in_flight += 1

@@ -109,6 +109,22 @@ class Reconciler(Service):
         self._runner.add(kyma, trigger)
         self.counters[f"enqueued:{trigger.value}"] += 1
 
+    def requeue_after(self, kyma: str, delay: float) -> None:
+        """Move ``kyma``'s next requeue-timer reconcile to ``delay`` seconds from now if that
+        is earlier than the one pending. KLM spreads requeues so over [0, success interval)
+        after a ModuleReleaseMeta change, so that not every Kyma is reconciled at once."""
+        self._runner.add_after(kyma, Trigger.REQUEUE_TIMER, delay)
+
+    @property
+    def depth(self) -> int:
+        """Keys ready and waiting for a worker (not those being reconciled, nor delayed)."""
+        return len(self._runner)
+
+    @property
+    def in_progress(self) -> int:
+        """Keys being reconciled right now (at most the number of workers)."""
+        return len(self._runner.processing)
+
     async def _handle(self, item: WorkItem[str]) -> None:
         started_loop = self._runner.now()
         at = self._wall()

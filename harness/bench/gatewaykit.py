@@ -1,0 +1,86 @@
+"""Envoy in front of KLM's listener for many SKR identities (the scale and fleet benchmarks).
+
+Both benchmarks put the real gateway (:class:`~harness.kcp.gateway.envoy.EnvoyGateway`,
+mTLS with the KCP CA, XFCC ``SANITIZE_SET``) in front of a listener and talk to it as
+many simulated SKRs, each with its own client certificate. What they share: the KCP CA
+and the gateway's serving certificate, KLM's VirtualService for ``klm-watcher``, and the
+runtimes' identities (runtime id ↔ SKR domain, one EC certificate each).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from watcher import pki
+from watcher.render.envoy import TlsFiles
+
+MANAGER = "lifecycle-manager"
+SERVICE = ("klm-controller-manager-events", "kcp-system", 8082)
+
+
+def virtual_service() -> dict[str, Any]:
+    """KLM's VirtualService for ``klm-watcher`` (as ``watcher.render`` would produce)."""
+    name, namespace, port = SERVICE
+    return {
+        "apiVersion": "networking.istio.io/v1beta1",
+        "kind": "VirtualService",
+        "metadata": {"name": "klm-watcher", "namespace": namespace},
+        "spec": {
+            "gateways": [f"{namespace}/klm-watcher"],
+            "hosts": ["listener.kyma.local"],
+            "http": [
+                {
+                    "name": f"{namespace}/klm-watcher",
+                    "match": [{"uri": {"prefix": f"/v2/{MANAGER}/event"}}],
+                    "route": [
+                        {
+                            "destination": {
+                                "host": f"{name}.{namespace}.svc.cluster.local",
+                                "port": {"number": port},
+                            }
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def write_file(path: Path, data: bytes) -> str:
+    """Write ``data`` atomically (private file); the path as a string, as TLS APIs take it."""
+    pki.write_atomic(path, data)
+    return str(path)
+
+
+def runtime_identity(i: int) -> tuple[str, str]:
+    """The ``i``-th simulated runtime: (runtime id, SKR domain)."""
+    return f"runtime-{i:04d}", f"skr-{i:04d}.kyma.example.com"
+
+
+def issue_skrs(ca: pki.CertificateAuthority, root: Path, n: int) -> list[tuple[str, str, str]]:
+    """``n`` runtime certificates (EC keys; CN = runtime id, DNS SAN = its SKR domain):
+    (runtime id, cert file, key file), files named after the runtime id in ``root``."""
+    out = []
+    for i in range(n):
+        rid, domain = runtime_identity(i)
+        leaf = pki.issue_runtime_certificate(ca, rid, domain, key_type="ec")
+        out.append(
+            (
+                rid,
+                write_file(root / f"{rid}.crt", leaf.cert_pem),
+                write_file(root / f"{rid}.key", leaf.key_pem),
+            )
+        )
+    return out
+
+
+def gateway_pki(root: Path) -> tuple[pki.CertificateAuthority, TlsFiles]:
+    """A KCP CA (EC) and the gateway's serving certificate from it, written to ``root``."""
+    ca = pki.create_ca("kcp-ca", key_type="ec")
+    server = pki.issue_server_certificate(ca, "kcp-gateway", key_type="ec")
+    return ca, TlsFiles(
+        cert_chain=write_file(root / "gw.crt", server.cert_pem),
+        private_key=write_file(root / "gw.key", server.key_pem),
+        ca=write_file(root / "ca.crt", ca.cert_pem),
+    )

@@ -6,6 +6,7 @@ SKR domain as a DNS SAN, so these two readings are the whole identity model.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -13,7 +14,12 @@ from cryptography.x509.oid import NameOID
 
 from watcher.listener.errors import ClientCertificateError, CommonNameError
 
+CACHE_SIZE = 4096
+"""Certificates whose readings are kept: one per runtime sending events (per process).
+A certificate is hashed and compared by its DER bytes, so a cached reading is the reading."""
 
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
 def runtime_id(cert: x509.Certificate) -> str:
     """The runtime id: the certificate's Subject CN.
 
@@ -49,6 +55,7 @@ class SubjectAltNames:
         return len(self.dns) + len(self.uris) + len(self.ips)
 
 
+@functools.lru_cache(maxsize=CACHE_SIZE)
 def subject_alt_names(cert: x509.Certificate) -> SubjectAltNames:
     """DNS names, URIs and IP addresses; other SAN types play no part in pinning."""
     try:

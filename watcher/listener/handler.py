@@ -21,6 +21,7 @@ this with 10,000 generated requests.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,7 +33,7 @@ from cryptography import x509
 
 from watcher.errors import InvalidWatchEvent
 from watcher.listener import metrics as m
-from watcher.listener.certs import runtime_id
+from watcher.listener.certs import CACHE_SIZE, runtime_id
 from watcher.listener.config import ListenerConfig
 from watcher.listener.errors import (
     BackpressureTimeout,
@@ -95,6 +96,13 @@ def tls_peer_certificate(request: web.Request) -> x509.Certificate:
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     if not der:
         raise ClientCertificateError("no TLS client certificate on this connection")
+    return _certificate_of_der(der)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _certificate_of_der(der: bytes) -> x509.Certificate:
+    """Parsed once per distinct certificate (same bytes, same certificate; failures are
+    raised, not cached), as for the XFCC header."""
     try:
         return x509.load_der_x509_certificate(der)
     except ValueError as exc:
@@ -261,8 +269,11 @@ class EventHandler:
         500)."""
         limit = self._config.max_body_bytes
         try:
-            async with asyncio.timeout(self._config.body_timeout):
+            if request.content.is_eof():  # the body came with the head: nothing to wait for
                 body = await read_body(request, limit)
+            else:
+                async with asyncio.timeout(self._config.body_timeout):
+                    body = await read_body(request, limit)
         except TimeoutError:
             response = self._reject(
                 request,

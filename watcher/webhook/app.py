@@ -114,8 +114,11 @@ class AdmissionHandler:
                 413, f"body of {request.content_length} bytes exceeds {limit}", close=True
             )
         try:
-            async with asyncio.timeout(self.config.body_timeout):
+            if request.content.is_eof():  # the body came with the head: no timer needed
                 raw = await request.read()
+            else:
+                async with asyncio.timeout(self.config.body_timeout):
+                    raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
             raise _BadRequest(413, f"body exceeds {limit} bytes", close=True) from None
         except TimeoutError:

@@ -133,6 +133,20 @@ def test_certificate_from_xfcc_failures(header: str | None, message: str) -> Non
         certificate_from_xfcc(header)
 
 
+def test_a_header_is_parsed_once_and_a_bad_one_fails_every_time() -> None:
+    """The per-header cache: the same text gives the same certificate object (no second
+    parse); failures are not remembered, and the size limit is checked before the cache."""
+    header = format_xfcc(make_cert("runtime-cached", dns=["cached.example.com"]))
+    first = certificate_from_xfcc(header)
+    assert certificate_from_xfcc(header) is first
+    assert subject_alt_names(first) is subject_alt_names(certificate_from_xfcc(header))
+    for _ in range(2):
+        with pytest.raises(XfccError, match="not PEM"):
+            certificate_from_xfcc('Cert="hello"')
+    with pytest.raises(XfccError, match="limit is"):
+        certificate_from_xfcc(header, max_bytes=len(header) - 1)
+
+
 def test_certificate_from_xfcc_enforces_the_size_limit() -> None:
     header = format_xfcc(make_cert("runtime-a"))
     assert certificate_from_xfcc(header, max_bytes=len(header))

@@ -89,6 +89,12 @@ async def _health(ctx: BenchContext) -> BenchResult:
     return await run_health(ctx)
 
 
+async def _constrained(ctx: BenchContext) -> BenchResult:
+    from harness.bench.constrained import run_constrained
+
+    return await run_constrained(ctx)
+
+
 async def _fleet(ctx: BenchContext) -> BenchResult:
     from harness.bench.fleet import run_fleet
 
@@ -104,6 +110,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("cost", "6. Harness cost", 240, _cost),
     Benchmark("health", "7. Watcher health cost", 180, _health),
     Benchmark("fleet", "8. Fleet run", 1200, _fleet),
+    Benchmark("constrained", "9. Webhook at upstream's 100m CPU limit", 240, _constrained),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
 

@@ -15,7 +15,7 @@ help:
 	@echo "make e2e       main job: binaries, e2e tests, the scenario library (HTML report)"
 	@echo "make e2e-kubeconfig  the scenario library on the kubeconfig backend (local clusters)"
 	@echo "make e2e-byo   the scenario library against another webhook (WEBHOOK_COMMAND=...)"
-	@echo "make binaries  build/install kube-apiserver and etcd into the cache (done by e2e)"
+	@echo "make binaries  build/install kube-apiserver, etcd and the Go tools into the cache (done by e2e)"
 	@echo "make bench     benchmark suite (<= 20 min); writes docs/benchmarks.md/.json + plots"
 	@echo "make soak      10 min churn at 50 writes/s, oracle + RSS/fd growth; docs/soak.md (SOAK_DURATION=s)"
 	@echo "make up        keep KCP + 2 SKRs + gateway + watcher running (Ctrl-C stops)"
@@ -41,7 +41,7 @@ test: lint
 	$(VENV)/bin/pytest -n $(XDIST) -q
 
 binaries: setup
-	$(PY) -m harness.clusters.binaries ensure --upstream-listener
+	$(PY) -m harness.clusters.binaries ensure --upstream-listener --event-load
 
 e2e-tests: binaries
 	@mkdir -p $(REPORT_DIR)

@@ -4,10 +4,18 @@ A real Envoy (:class:`~harness.kcp.gateway.envoy.EnvoyGateway`: mTLS with the KC
 ``SANITIZE_SET``) routes ``/v2/lifecycle-manager/event`` to the real listener
 (``watcher.listener.Listener``, XFCC identity, SAN pinning with a lookup answering from a
 map runtime id → SKR domain) running as its own process (:mod:`harness.bench.kcp_stub`).
-Each simulated SKR has its own EC client certificate from the KCP CA and its own aiohttp
-session (keep-alive); events are sent round-robin over the SKRs with a bounded number in
-flight. Reported per SKR count: events/s, latency p50/p99, and the RSS of Envoy and of the
-listener process after the run.
+Each simulated SKR has its own EC client certificate from the KCP CA and its own client
+(keep-alive, at most 4 connections); events are sent round-robin over the SKRs with a
+bounded number in flight, after a warm-up in which every SKR connected once. Reported per
+SKR count: events/s, latency p50/p99, CPU per event of the listener, Envoy and the load
+generator, and the RSS of Envoy and of the listener process after the run.
+
+The load generator is the Go program ``tools/event-load`` in its own process
+(:mod:`harness.bench.event_load`) when a Go toolchain is there to build it: a Python TLS
+client would cost about as much CPU per event as Envoy and the listener together and, on
+2 shared cores, bound the wall rate itself. Without Go (or with
+``WATCHER_BENCH_LOAD_GENERATOR=aiohttp``) it is aiohttp sessions in this process; the
+table's note says which ran.
 """
 
 from __future__ import annotations
@@ -25,6 +33,14 @@ from typing import Any
 import aiohttp
 
 from harness.bench.common import BenchContext, cpu_seconds, rss_mib
+from harness.bench.event_load import (
+    Identity,
+    LoadGenerator,
+    choose_load_generator,
+    command,
+    identities_json,
+    run_event_load,
+)
 from harness.bench.gatewaykit import MANAGER, SERVICE, gateway_pki, issue_skrs, virtual_service
 from harness.bench.model import BenchResult, Cell, Table, Target, summary
 from harness.bench.profiled import by_package, top_functions
@@ -38,6 +54,9 @@ from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
 from watcher.render.envoy import TlsFiles
 
 IN_FLIGHT = 64
+CONNS_PER_SKR = 4
+WARMUP_EVENTS, WARMUP_BUDGET_S = 200, 120.0  # at least one per SKR
+BUDGET_S = 90.0
 TARGET_PER_S, TARGET_GROWTH = 4000, 2.0
 EVENT = encode_event(
     WatchEvent(
@@ -80,6 +99,83 @@ async def _measure(
     }
 
 
+async def _run_aiohttp(
+    url: str, skrs: list[tuple[str, str, str]], ca_file: str, count: int, pids: dict[str, int]
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The run with aiohttp sessions in this process; the result and CPU seconds of the
+    listener, Envoy and the generator (this process) in the measured phase."""
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for _, cert, key in skrs:
+            context = ssl.create_default_context(cafile=ca_file)
+            context.load_cert_chain(cert, key)
+            sessions.append(
+                await stack.enter_async_context(
+                    aiohttp.ClientSession(
+                        connector=aiohttp.TCPConnector(ssl=context, limit=CONNS_PER_SKR),
+                        timeout=aiohttp.ClientTimeout(total=30),
+                    )
+                )
+            )
+        # every SKR connects once
+        warm = await _measure(url, sessions, max(len(skrs), WARMUP_EVENTS), WARMUP_BUDGET_S)
+        if warm["statuses"] != {"200": warm["events"]}:
+            raise RuntimeError(f"{len(skrs)} SKRs: warm-up answered {warm['statuses']}")
+        cpu0 = {name: cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
+        own0 = _own_cpu()
+        result = await _measure(url, sessions, count, BUDGET_S)
+        own1 = _own_cpu()
+        cpu1 = {name: cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
+    cpu = {name: cpu1[name] - cpu0[name] for name in pids}
+    return result, {**cpu, "generator": own1 - own0}
+
+
+async def _run_go(
+    binary: Path,
+    url: str,
+    skrs: list[tuple[str, str, str]],
+    ca_file: str,
+    count: int,
+    pids: dict[str, int],
+    files: Path,
+    log_path: Path,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The run with ``tools/event-load`` (warm-up included); as :func:`_run_aiohttp`. The
+    generator reads the listener's and Envoy's CPU at its measured phase's ends."""
+    identities = files.with_suffix(".identities.json")
+    identities.write_text(identities_json([Identity(c, k, ca_file) for _, c, k in skrs]))
+    body = files.with_suffix(".body.json")
+    body.write_bytes(EVENT)
+    argv = command(
+        binary,
+        url=url,
+        identities_file=identities,
+        body_file=body,
+        count=count,
+        in_flight=IN_FLIGHT,
+        budget_s=BUDGET_S,
+        warmup=WARMUP_EVENTS,
+        warmup_budget_s=WARMUP_BUDGET_S,
+        conns_per_identity=CONNS_PER_SKR,
+        cpu_of=pids,
+    )
+    out = await run_event_load(argv, log_path=log_path, within_s=WARMUP_BUDGET_S + BUDGET_S + 60)
+    warm = out["warmup"]
+    if not warm["complete"] or warm["statuses"] != {"200": warm["events"]}:
+        raise RuntimeError(
+            f"{len(skrs)} SKRs: warm-up answered {warm['statuses']} "
+            f"(complete: {warm['complete']}) {warm.get('error_sample', '')}"
+        )
+    if not out["complete"]:
+        raise TimeoutError(
+            f"{len(skrs)} SKRs: {out['events']} of {count} events answered within "
+            f"{BUDGET_S:.0f} s ({out['statuses']})"
+        )
+    result = {k: out[k] for k in ("events", "seconds", "events_per_s", "latency_ms", "statuses")}
+    cpu = {name: out["cpu_of"].get(name) or 0.0 for name in pids}
+    return result, {**cpu, "generator": out["cpu_s"]}
+
+
 async def _one_size(
     ca: pki.CertificateAuthority,
     gateway_tls: TlsFiles,
@@ -88,6 +184,7 @@ async def _one_size(
     n: int,
     *,
     count: int,
+    generator: LoadGenerator,
     profile: Path | None = None,
 ) -> dict[str, Any]:
     started = time.monotonic()
@@ -133,39 +230,52 @@ async def _one_size(
             EnvoyGateway(gateway_tls, log_dir=logs, name=f"kcp-gateway-{tag}")
         )
         await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
-        sessions = []
-        for _, cert, key in skrs:
-            context = ssl.create_default_context(cafile=gateway_tls.ca)
-            context.load_cert_chain(cert, key)
-            sessions.append(
-                await stack.enter_async_context(
-                    aiohttp.ClientSession(
-                        connector=aiohttp.TCPConnector(ssl=context, limit=4),
-                        timeout=aiohttp.ClientTimeout(total=30),
-                    )
-                )
-            )
         url = f"{gateway.url}/v2/{MANAGER}/event"
-        warm = await _measure(url, sessions, max(n, 200), 120)  # every SKR connects once
-        if warm["statuses"] != {"200": warm["events"]}:
-            raise RuntimeError(f"{n} SKRs: warm-up answered {warm['statuses']}")
         assert listener.pid is not None and gateway.pid is not None
-        cpu0 = (cpu_seconds(listener.pid) or 0.0, cpu_seconds(gateway.pid) or 0.0, _own_cpu())
-        result = await _measure(url, sessions, count, 90)
-        cpu1 = (cpu_seconds(listener.pid) or 0.0, cpu_seconds(gateway.pid) or 0.0, _own_cpu())
+        pids = {"listener": listener.pid, "envoy": gateway.pid}
+        if generator.binary is not None:
+            result, cpu = await _run_go(
+                generator.binary,
+                url,
+                skrs,
+                gateway_tls.ca,
+                count,
+                pids,
+                root / f"event-load-{tag}",
+                logs / f"event-load-{tag}.log",
+            )
+        else:
+            result, cpu = await _run_aiohttp(url, skrs, gateway_tls.ca, count, pids)
         events = max(1, result["events"])
         result.update(
-            listener_cpu_ms_per_event=round(1000 * (cpu1[0] - cpu0[0]) / events, 3),
-            envoy_cpu_ms_per_event=round(1000 * (cpu1[1] - cpu0[1]) / events, 3),
-            client_cpu_ms_per_event=round(1000 * (cpu1[2] - cpu0[2]) / events, 3),
+            listener_cpu_ms_per_event=round(1000 * cpu["listener"] / events, 3),
+            envoy_cpu_ms_per_event=round(1000 * cpu["envoy"] / events, 3),
+            load_generator_cpu_ms_per_event=round(1000 * cpu["generator"] / events, 3),
+            load_generator=generator.name,
             skrs=n,
             certificates_issued_s=round(issued_s, 2),
             envoy_rss_mib=rss_mib(gateway.pid),
             listener_rss_mib=rss_mib(listener.pid),
-            listener_cpu_s=round(cpu1[0] - cpu0[0], 2),
-            envoy_cpu_s=round(cpu1[1] - cpu0[1], 2),
+            listener_cpu_s=round(cpu["listener"], 2),
+            envoy_cpu_s=round(cpu["envoy"], 2),
         )
     return result
+
+
+def _generator_kind(generator: LoadGenerator) -> str:
+    if generator.binary is not None:
+        return "tools/event-load, a Go TLS client in its own process"
+    return "this process, a Python TLS client"
+
+
+def _generator_text(generator: LoadGenerator) -> str:
+    """Which load generator ran, for the table's note (and why aiohttp, if it did)."""
+    if generator.binary is not None:
+        return (
+            "Go (tools/event-load, its own process: one http.Client / tls.Config per SKR; "
+            "its CPU per event is the load generator column)"
+        )
+    return f"aiohttp sessions in this process (not the Go one: {generator.reason})"
 
 
 def _own_cpu() -> float:
@@ -180,13 +290,17 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     logs = ctx.logs("scale")
     ca, gateway_tls = gateway_pki(root)
     count = 3000 if ctx.quick else 12000
+    generator = await asyncio.to_thread(choose_load_generator)
+    print(f"   load generator: {_generator_text(generator)}", flush=True)
     rows = []
     for n in (10, 100, 1000):
-        row = await _one_size(ca, gateway_tls, root, logs, n, count=count)
+        row = await _one_size(ca, gateway_tls, root, logs, n, count=count, generator=generator)
         print(f"   {n:5} SKRs: {row}", flush=True)
         rows.append(row)
     profile = root / "listener.prof"
-    await _one_size(ca, gateway_tls, root, logs, 100, count=3000, profile=profile)
+    await _one_size(
+        ca, gateway_tls, root, logs, 100, count=3000, generator=generator, profile=profile
+    )
     total, top = top_functions(profile, limit=6)
     packages = by_package(profile)
     profile_table = Table(
@@ -211,7 +325,7 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
             r["listener_rss_mib"],
             r["listener_cpu_ms_per_event"],
             r["envoy_cpu_ms_per_event"],
-            r["client_cpu_ms_per_event"],
+            r["load_generator_cpu_ms_per_event"],
             ", ".join(f"{k}: {v}" for k, v in r["statuses"].items()),
         )
         for r in rows
@@ -235,9 +349,10 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
         tuple(table_rows),
         note=(
             "Each SKR: its own EC certificate (CN = runtime id, DNS SAN = its SKR domain) and "
-            "its own aiohttp session; every SKR connected once before the measured run. "
-            "Latency = POST → answer at the client (this process). SAN pinning on: the "
-            "listener checks each certificate's SANs against the runtime's SKR domain."
+            f"its own client (keep-alive, at most {CONNS_PER_SKR} connections); every SKR "
+            "connected once before the measured run. Latency = POST → answer at the load "
+            "generator. SAN pinning on: the listener checks each certificate's SANs against "
+            f"the runtime's SKR domain. Load generator: {_generator_text(generator)}."
         ),
     )
     by_n = {r["skrs"]: r for r in rows}
@@ -248,13 +363,13 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     if not rate_met:
         listener_ms = hundred["listener_cpu_ms_per_event"]
         envoy_ms = hundred["envoy_cpu_ms_per_event"]
-        client_ms = hundred["client_cpu_ms_per_event"]
+        client_ms = hundred["load_generator_cpu_ms_per_event"]
         total_ms = listener_ms + envoy_ms + client_ms
         shares = ", ".join(f"{name} {share:.0%}" for name, _, share in packages[:5])
         rate_note = (
             f"CPU per event: listener {listener_ms} ms (one Python process: at most "
             f"{1000 / listener_ms:,.0f} events/s on a core of its own), Envoy {envoy_ms} ms, "
-            f"and the load generator (this process, a Python TLS client) {client_ms} ms: "
+            f"and the load generator ({_generator_kind(generator)}) {client_ms} ms: "
             f"{total_ms:.3f} ms of CPU per event on 2 shared cores bounds the wall rate near "
             f"{2000 / total_ms:,.0f}/s before any other load. Gateway + listener alone need "
             f"{listener_ms + envoy_ms:.3f} ms per event ({1000 / (listener_ms + envoy_ms):,.0f} "
@@ -263,7 +378,8 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
             "cached) and starts no body timer when the body came with the head: its CPU per "
             "event fell from 0.31-0.35 ms to 0.18-0.19 ms (interleaved runs, docs/performance.md)."
             f" Listener profile by package (CPU time): {shares}. What would lift the wall rate: "
-            "a load generator on other cores, or more than one listener process."
+            "a load generator on other cores (or on another machine), or more than one "
+            "listener process."
         )
     return BenchResult(
         name="scale",
@@ -293,6 +409,8 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
         figures={
             "rows": rows,
             "in_flight": IN_FLIGHT,
+            "load_generator": generator.name,
+            "load_generator_note": _generator_text(generator),
             "p99_growth_10_to_1000": round(growth, 3),
             "listener_profile_by_package": [
                 {"package": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in packages

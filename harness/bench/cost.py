@@ -99,6 +99,43 @@ def _last_e2e() -> tuple[float | None, str]:
     return None, ""
 
 
+READY_TARGET_S = 3.0
+E2E_TARGET_S = 600.0
+
+
+def _targets(ready_s: float, full_s: float, e2e_s: float | None) -> tuple[Target, ...]:
+    """KCP + 3 SKRs ready ≤ 3 s warm, and the whole ``make e2e`` ≤ 10 min warm, each with
+    what costs the time when missed (measured phase by phase, docs/performance.md)."""
+    ready = Target(
+        "KCP + 3 SKRs ready (warm)",
+        f"≤ {READY_TARGET_S:g} s",
+        f"{ready_s} s (full environment {full_s} s)",
+        ready_s <= READY_TARGET_S,
+        "Four kube-apiservers starting at once on 2 cores are CPU-bound (one alone takes "
+        "2.2 s). Tried without gain: AlwaysAllow authorization, --watch-cache=false, fewer "
+        "admission plugins, GOMAXPROCS=1; etcd now elects itself in 0.05-0.15 s instead of "
+        "0.2-0.9 s. The full environment also waits about 2 s on the first write of each "
+        "new custom resource type: kube-apiserver 1.35.4 opens an etcd client per type and "
+        "a dropped first connection costs exactly 2 s (kubernetes#140911, grpc-go; fixed by "
+        "kubernetes#141126, in 1.36) - a Kubernetes bump, left for its own change.",
+    )
+    if e2e_s is None:
+        return (ready,)
+    e2e = Target(
+        "`make e2e` (warm)",
+        f"≤ {E2E_TARGET_S / 60:g} min",
+        f"{e2e_s / 60:.1f} min",
+        e2e_s <= E2E_TARGET_S,
+        "About 10 s of each scenario and e2e test is its environment (start and "
+        "teardown; teardown no longer waits 1.1 s per API server). The remaining levers, "
+        "measured but not taken: three pytest workers instead of two (the cores are ~46% "
+        "busy during the scenario run; about 2-3 min, but the latency-bounded scenarios "
+        "would lose margin), the 2 s first-write stall above (Kubernetes 1.36), and a "
+        "module-wide environment for the read-only flow tests (~20 s of worker time).",
+    )
+    return (ready, e2e)
+
+
 async def run_cost(ctx: BenchContext) -> BenchResult:
     started = time.monotonic()
     binaries = await asyncio.to_thread(ensure_binaries)
@@ -135,7 +172,7 @@ async def run_cost(ctx: BenchContext) -> BenchResult:
     rows.append(
         (
             "`make e2e`, whole run (not run by the bench)",
-            e2e_s if e2e_s is not None else "not measured (README: about 2-3 min warm)",
+            e2e_s if e2e_s is not None else "not measured (pass --e2e-seconds)",
             None,
             None,
             None,
@@ -164,14 +201,7 @@ async def run_cost(ctx: BenchContext) -> BenchResult:
             "stand-ins (in the bench process)."
         ),
         tables=(table,),
-        targets=(
-            Target(
-                "KCP + 3 SKRs ready (warm)",
-                "≤ 30 s",
-                f"{three['ready_s']} s (full environment {full['ready_s']} s)",
-                three["ready_s"] <= 30,
-            ),
-        ),
+        targets=_targets(three["ready_s"], full["ready_s"], e2e_s),
         figures={
             "planes": planes,
             "environment": full,

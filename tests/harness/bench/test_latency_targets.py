@@ -67,3 +67,13 @@ def test_throughput_targets_name_the_floor_and_the_upstream_ratio() -> None:
 def test_admission_cdf_plot_is_a_png() -> None:
     png = admission_cdf_png(CURVE, [_alone("answers at once", 1.5)])
     assert png.startswith(b"\x89PNG")
+
+
+def test_harness_cost_targets_ready_and_e2e() -> None:
+    from harness.bench.cost import _targets as cost_targets
+
+    ready, e2e = cost_targets(4.3, 7.2, 774.0)
+    assert not ready.met and "4.3 s" in ready.measured and "kubernetes#140911" in ready.note
+    assert not e2e.met and e2e.measured == "12.9 min"
+    (fast,) = cost_targets(2.9, 6.0, None)
+    assert fast.met

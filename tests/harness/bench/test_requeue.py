@@ -13,6 +13,7 @@ import json
 import math
 from collections import Counter
 
+from bench_plans import TINY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -195,18 +196,6 @@ def test_span_grows_with_the_interval(
 def test_the_floor_replaces_a_watcher_p99_polling_cannot_reach() -> None:
     assert comparison_target(0.05, 1.0) == (1.0, "the floor (the watcher's p99 is lower)")
     assert comparison_target(272.0, 1.0) == (272.0, "the watcher's p99")
-
-
-TINY = Plan(
-    fleets=(20, 400),
-    ladder=(0.5, 2.0, 10.0, 60.0, 600.0),
-    safety_requeues=(300.0, 1800.0),
-    target_changes=60,
-    reconcile_budget=2000,
-    reconcile_seconds=1.0,
-    floor_s=3.0,
-)
-"""1 s reconciles: 1 worker saturates at 400 Kymas even under the 5 min requeue (1.3/s)."""
 
 
 def test_matched_polling_needs_far_more_reconciles_with_free_workers() -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import json
 
+from bench_plans import TINY
+
 from harness.bench.model import BenchResult, RunMeta, Table, Target
-from harness.bench.requeue import Plan, run_requeue
+from harness.bench.requeue import run_requeue
 from harness.bench.writer import (
     REQUEUE_PLOT,
     render_console,
@@ -32,16 +34,7 @@ META = RunMeta(
 def requeue() -> BenchResult:
     """A small requeue run (two fleets, short ladder); 1 s reconciles saturate 1 worker at
     400 Kymas, so its 1-worker target is missed and explained."""
-    plan = Plan(
-        fleets=(20, 400),
-        ladder=(0.5, 2.0, 10.0, 60.0, 600.0),
-        safety_requeues=(300.0, 1800.0),
-        target_changes=60,
-        reconcile_budget=2000,
-        reconcile_seconds=1.0,
-        floor_s=3.0,
-    )
-    return run_requeue(quick=True, plan=plan)
+    return run_requeue(quick=True, plan=TINY)
 
 
 def results() -> list[BenchResult]:

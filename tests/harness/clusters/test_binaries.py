@@ -245,15 +245,21 @@ def test_upstream_listener_pin_mismatch_names_both_files(listener_dir: Path) -> 
     assert "UPSTREAM_LISTENER_VERSION" in str(caught.value) and "go.mod" in str(caught.value)
 
 
-def test_upstream_listener_builds_once_and_again_when_its_source_changes(
-    tmp_path: Path, listener_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _fake_go(tmp_path: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Install ``script`` as the ``go`` the build uses; returns the file its calls go to."""
     calls = tmp_path / "go-calls"
     go = tmp_path / "fakego" / "go"
     go.parent.mkdir()
-    go.write_text(FAKE_GO_LISTENER.format(calls=calls))
+    go.write_text(script.format(calls=calls))
     go.chmod(0o755)
     monkeypatch.setenv("GO", str(go))
+    return calls
+
+
+def test_upstream_listener_builds_once_and_again_when_its_source_changes(
+    tmp_path: Path, listener_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_go(tmp_path, FAKE_GO_LISTENER, monkeypatch)
     cache = tmp_path / "cache"
     first = binaries.ensure_upstream_listener(cache=cache, module_dir=listener_dir)
     assert first.name.startswith(f"upstream-listener-{versions.UPSTREAM_LISTENER_VERSION}-")
@@ -295,12 +301,7 @@ def event_load_dir(tmp_path: Path) -> Path:
 def test_event_load_builds_once_and_again_when_its_source_changes(
     tmp_path: Path, event_load_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = tmp_path / "go-calls"
-    go = tmp_path / "fakego" / "go"
-    go.parent.mkdir()
-    go.write_text(FAKE_GO_EVENT_LOAD.format(calls=calls))
-    go.chmod(0o755)
-    monkeypatch.setenv("GO", str(go))
+    calls = _fake_go(tmp_path, FAKE_GO_EVENT_LOAD, monkeypatch)
     cache = tmp_path / "cache"
     first = binaries.ensure_event_load(cache=cache, module_dir=event_load_dir)
     assert first == binaries.event_load_path(cache, event_load_dir)

@@ -22,12 +22,10 @@ import urllib.parse
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from watcher.listener.certs import subject_alt_names
+from watcher.listener.certs import CACHE_SIZE, subject_alt_names
 from watcher.listener.errors import XfccError
 
 XFCC_HEADER = "X-Forwarded-Client-Cert"
-CERTIFICATE_CACHE_SIZE = 4096
-"""Distinct client certificates whose parsed form is kept (per process)."""
 
 Element = list[tuple[str, str]]
 
@@ -186,7 +184,7 @@ def certificate_from_xfcc(header: str | None, *, max_bytes: int = 32768) -> x509
     return _certificate_of(header)
 
 
-@functools.lru_cache(maxsize=CERTIFICATE_CACHE_SIZE)
+@functools.lru_cache(maxsize=CACHE_SIZE)
 def _certificate_of(header: str) -> x509.Certificate:
     """Parse once per distinct header: a runtime's gateway-set XFCC is the same text for
     every event of its connection's certificate, and parsing it (quote-aware split, URL

@@ -64,6 +64,10 @@ from watcher.render.webhook_config import (
 )
 from watcher.webhook.settings import DeliveryMode
 
+HANDSHAKE_TIMEOUT = 3.0
+"""Seconds one look at the webhook's certificate may take: a peer that accepted and then
+says nothing (a process starting or stopping) is asked again, not waited on."""
+
 
 class SkrInstallation:
     """The watcher in one SKR: ``async with SkrInstallation(cluster, ...) as skr:``."""
@@ -431,9 +435,10 @@ class SkrInstallation:
         context.verify_mode = ssl.CERT_NONE  # expired/foreign overrides must be readable too
         bound = self._config.bind_host
         host = ports.LOOPBACK if bound == "0.0.0.0" else bound
-        _, writer = await asyncio.open_connection(
-            host, self.webhook_port, ssl=context, server_hostname=host
-        )
+        async with asyncio.timeout(HANDSHAKE_TIMEOUT):
+            _, writer = await asyncio.open_connection(
+                host, self.webhook_port, ssl=context, server_hostname=host
+            )
         try:
             ssl_object = writer.get_extra_info("ssl_object")
             der = ssl_object.getpeercert(binary_form=True) if ssl_object else None
@@ -456,6 +461,8 @@ class SkrInstallation:
                 if await self.served_certificate() == wanted:
                     return loop.time() - started
                 last = "an older certificate"
+            except TimeoutError:
+                last = f"no TLS answer within {HANDSHAKE_TIMEOUT:g} s"
             except (OSError, ssl.SSLError) as e:
                 last = f"{type(e).__name__}: {e}"
             if loop.time() - started > within:

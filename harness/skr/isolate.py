@@ -91,6 +91,12 @@ Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Opener = Callable[[], Awaitable[Streams]]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
+LINGER = 0.5
+"""Seconds the client may go on sending after the far side finished (socat's ``-t``).
+While the command starts, the namespace side accepts a connection and closes it at once
+(nothing listens yet): a client in a TLS handshake may not take the half-close as the
+end, so after this the bridge closes the client's connection outright."""
+
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
@@ -103,25 +109,58 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
 
 
-def _bridge(opener: Opener) -> Handler:
-    """A connection handler that opens the far side with ``opener`` and copies both ways;
-    the client's connection is closed at once when the far side cannot be reached."""
+class Bridges:
+    """The connections being bridged, so that stopping cancels and awaits them instead of
+    leaving them to the interpreter's exit ("Task was destroyed but it is pending")."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            far_reader, far_writer = await opener()
-        except OSError:
-            writer.close()
-            return
-        try:
-            await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
-        finally:
-            for w in (writer, far_writer):
-                w.close()
-                with contextlib.suppress(OSError, ConnectionError):
-                    await w.wait_closed()
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    return handle
+    def handler(self, opener: Opener) -> Handler:
+        """A connection handler that opens the far side with ``opener`` and copies both
+        ways; the client's connection is closed at once when the far side cannot be
+        reached, and :data:`LINGER` seconds after the far side finished."""
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            try:
+                far_reader, far_writer = await opener()
+            except OSError:
+                writer.close()
+                return
+            try:
+                await _copy_both_ways((reader, writer), (far_reader, far_writer))
+            finally:
+                for w in (writer, far_writer):
+                    w.close()
+                    with contextlib.suppress(OSError, ConnectionError):
+                        await w.wait_closed()
+
+        return handle
+
+    async def close(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _copy_both_ways(client: Streams, far: Streams) -> None:
+    """Until the far side finished (then :data:`LINGER` more for the client) or both did."""
+    outward = asyncio.create_task(_pipe(client[0], far[1]))
+    back = asyncio.create_task(_pipe(far[0], client[1]))
+    try:
+        await back
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LINGER):
+                await asyncio.shield(outward)
+    finally:
+        for task in (outward, back):
+            task.cancel()
+        await asyncio.gather(outward, back, return_exceptions=True)
 
 
 def _tcp(address: tuple[str, int]) -> Opener:
@@ -135,9 +174,12 @@ def _unix(path: Path) -> Opener:
 # -- the two sides ----------------------------------------------------------------------
 
 
-async def _serve_until(servers: Sequence[asyncio.Server], finished: Awaitable[int]) -> int:
+async def _serve_until(
+    servers: Sequence[asyncio.Server], bridges: Bridges, finished: Awaitable[int]
+) -> int:
     """Serve until ``finished`` gives the command's exit status; SIGTERM does not stop
-    us (the command gets it too and decides when it is done)."""
+    us (the command gets it too and decides when it is done). Then every connection
+    still bridged is closed."""
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: None)
     loop.add_signal_handler(signal.SIGINT, lambda: None)
@@ -146,6 +188,7 @@ async def _serve_until(servers: Sequence[asyncio.Server], finished: Awaitable[in
     finally:
         for server in servers:
             server.close()
+        await bridges.close()
 
 
 def _wait_status(pid: int) -> int:
@@ -158,33 +201,36 @@ async def _host_side(
 ) -> int:
     """This host's network: admission and metrics into the namespace, the KCP out of it."""
     admission, metrics, *kcp = listening
+    bridges = Bridges()
     servers = [
-        await asyncio.start_server(_bridge(_unix(run / "admission.sock")), sock=admission),
-        await asyncio.start_server(_bridge(_unix(run / "metrics.sock")), sock=metrics),
+        await asyncio.start_server(bridges.handler(_unix(run / "admission.sock")), sock=admission),
+        await asyncio.start_server(bridges.handler(_unix(run / "metrics.sock")), sock=metrics),
     ]
     if kcp_address is not None:
-        servers.append(await asyncio.start_unix_server(_bridge(_tcp(kcp_address)), sock=kcp[0]))
+        to_kcp = bridges.handler(_tcp(kcp_address))
+        servers.append(await asyncio.start_unix_server(to_kcp, sock=kcp[0]))
     finished = asyncio.get_running_loop().run_in_executor(None, _wait_status, child)
-    return await _serve_until(servers, finished)
+    return await _serve_until(servers, bridges, finished)
 
 
 async def _namespace_side(
     admission_port: int, metrics_port: int, kcp_port: int | None, run: Path, command: Sequence[str]
 ) -> int:
     """The command's namespace: its two ports out, its KCP requests to the host side."""
+    bridges = Bridges()
     servers = [
         await asyncio.start_unix_server(
-            _bridge(_tcp((LOOPBACK, admission_port))), path=str(run / "admission.sock")
+            bridges.handler(_tcp((LOOPBACK, admission_port))), path=str(run / "admission.sock")
         ),
         await asyncio.start_unix_server(
-            _bridge(_tcp((LOOPBACK, metrics_port))), path=str(run / "metrics.sock")
+            bridges.handler(_tcp((LOOPBACK, metrics_port))), path=str(run / "metrics.sock")
         ),
     ]
     env = dict(os.environ)
     env.pop("KCP_ADDR", None)
     if kcp_port is not None:
         servers.append(
-            await asyncio.start_server(_bridge(_unix(run / "kcp.sock")), LOOPBACK, kcp_port)
+            await asyncio.start_server(bridges.handler(_unix(run / "kcp.sock")), LOOPBACK, kcp_port)
         )
         env["KCP_ADDR"] = f"{LOOPBACK}:{kcp_port}"
     try:
@@ -192,7 +238,7 @@ async def _namespace_side(
     except OSError as exc:
         print(f"{PROG}: cannot run {command[0]!r}: {exc}", file=sys.stderr)
         return 127
-    return await _serve_until(servers, process.wait())
+    return await _serve_until(servers, bridges, process.wait())
 
 
 def _listen(address: tuple[str, int]) -> socket.socket:

@@ -113,9 +113,8 @@ def _targets(ready_s: float, full_s: float, e2e_s: float | None) -> tuple[Target
         ready_s <= READY_TARGET_S,
         "Four kube-apiservers starting at once on 2 cores are CPU-bound (one alone takes "
         "2.2 s). Tried without gain: AlwaysAllow authorization, --watch-cache=false, fewer "
-        "admission plugins, GOMAXPROCS=1; shorter etcd election timings and killing the API "
-        "servers at teardown were reverted (the bring-your-own webhook's health scenarios "
-        "failed with them). The full environment also waits about 2 s on the first write of each "
+        "admission plugins, GOMAXPROCS=1; etcd now elects itself in 0.05-0.15 s instead of "
+        "0.2-0.9 s. The full environment also waits about 2 s on the first write of each "
         "new custom resource type: kube-apiserver 1.35.4 opens an etcd client per type and "
         "a dropped first connection costs exactly 2 s (kubernetes#140911, grpc-go; fixed by "
         "kubernetes#141126, in 1.36) - a Kubernetes bump, left for its own change.",
@@ -128,7 +127,7 @@ def _targets(ready_s: float, full_s: float, e2e_s: float | None) -> tuple[Target
         f"{e2e_s / 60:.1f} min",
         e2e_s <= E2E_TARGET_S,
         "About 10 s of each scenario and e2e test is its environment (start and "
-        "teardown; each API server waits 1.1 s for its HTTP/2 shutdown). The remaining levers, "
+        "teardown; teardown no longer waits 1.1 s per API server). The remaining levers, "
         "measured but not taken: three pytest workers instead of two (the cores are ~46% "
         "busy during the scenario run; about 2-3 min, but the latency-bounded scenarios "
         "would lose margin), the 2 s first-write stall above (Kubernetes 1.36), and a "

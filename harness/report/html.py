@@ -6,8 +6,8 @@ PNGs, collapsible parts are ``<details>``. Every value from the run goes through
 expectations, latency histogram, steps, timeline (capped), metrics, processes and — when it
 did not pass — the tails of its process logs. A scenario run more than once
 (``--retries``) lists its earlier, failed attempts (status, error, failed steps and
-expectations, links to their logs); one that passed on a retry is *flaky*, with a badge and
-colour of its own and a "Flaky" card next to "Failures".
+expectations, timeline, links to their logs); one that passed on a retry is *flaky*, with a
+badge and colour of its own and a "Flaky" card next to "Failures".
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import re
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -26,6 +26,7 @@ from harness.report.model import (
     RunReport,
     ScenarioReport,
     Status,
+    TimelineEntry,
 )
 from harness.report.stats import LatencySummary
 
@@ -264,7 +265,7 @@ def _flaky(report: RunReport) -> str:
     )
 
 
-def _attempts(s: ScenarioReport) -> str:
+def _attempts(s: ScenarioReport, limit: int) -> str:
     if not s.attempts:
         return ""
     total = s.retry + 1
@@ -281,6 +282,7 @@ def _attempts(s: ScenarioReport) -> str:
             f'<span class="meta"><span>started {_e(_when(a.started_at))}</span>'
             f"<span>{_e(_duration(a.duration))}</span></span>"
             + (f'<ul class="failures mono">{problems}</ul>' if problems else "")
+            + _timeline_table(a.timeline, a.started_at, limit, opened=False)
             + (
                 f"<details><summary>Process logs ({len(a.processes)})</summary>"
                 f'<ul class="failures">{logs}</ul></details>'
@@ -373,24 +375,30 @@ def _steps(s: ScenarioReport) -> str:
 
 
 def _timeline(s: ScenarioReport, limit: int) -> str:
-    if not s.timeline:
+    return _timeline_table(s.timeline, s.started_at, limit, opened=not s.ok)
+
+
+def _timeline_table(
+    timeline: Sequence[TimelineEntry], started_at: float, limit: int, *, opened: bool
+) -> str:
+    """A timeline (a scenario's or an earlier attempt's), times relative to its start."""
+    if not timeline:
         return ""
-    shown = s.timeline[:limit]
     rows = "".join(
-        f'<tr><td class="num" title="{_e(_when(t.at))}">+{t.at - s.started_at:.3f} s</td>'
+        f'<tr><td class="num" title="{_e(_when(t.at))}">+{t.at - started_at:.3f} s</td>'
         f'<td class="tl-{_e(t.kind.value)}">{_e(t.kind.value)}</td><td>{_e(t.source)}</td>'
         f'<td class="mono">{_e(t.object)}</td><td class="mono">{_e(t.detail)}</td></tr>'
-        for t in shown
+        for t in timeline[:limit]
     )
     note = ""
-    if len(s.timeline) > limit:
+    if len(timeline) > limit:
         note = (
-            f'<p class="note">Showing the first {limit} of {len(s.timeline)} entries; '
+            f'<p class="note">Showing the first {limit} of {len(timeline)} entries; '
             "report.json has all of them.</p>"
         )
-    opened = "" if s.ok else " open"
     return (
-        f"<details{opened}><summary>Timeline ({len(s.timeline)} entries)</summary>{note}"
+        f"<details{' open' if opened else ''}><summary>Timeline ({len(timeline)} entries)"
+        f"</summary>{note}"
         '<table class="compact"><tr><th class="num">at</th><th>kind</th><th>cluster / manager</th>'
         f"<th>object</th><th>detail</th></tr>{rows}</table></details>"
     )
@@ -470,7 +478,7 @@ def _scenario(
         f'<section class="card {_e(s.status.value)}" id="{anchor(i)}">',
         f"<h2>{_e(s.name)} {_badge(s.status)}{_retry_note(s)}</h2>",
         meta,
-        _attempts(s),
+        _attempts(s, limit),
         error,
         _expectations(s),
         _latency(s, png),

@@ -291,9 +291,12 @@ class AttemptReport:
     failed_steps: tuple[StepReport, ...] = ()
     failed_expectations: tuple[ExpectationResult, ...] = ()
     processes: tuple[ProcessInfo, ...] = ()
+    timeline: tuple[TimelineEntry, ...] = ()
+    """What happened in that attempt (reconciles, faults, steps): a flake's story is often
+    in its timing, which the attempt that passed does not show."""
 
     def __post_init__(self) -> None:
-        for name in ("failed_steps", "failed_expectations", "processes"):
+        for name in ("failed_steps", "failed_expectations", "processes", "timeline"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @classmethod
@@ -310,6 +313,7 @@ class AttemptReport:
             ),
             failed_expectations=tuple(e for e in report.expectations if not e.passed),
             processes=report.processes,
+            timeline=report.timeline,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -322,6 +326,7 @@ class AttemptReport:
             "failed_steps": [s.to_dict() for s in self.failed_steps],
             "failed_expectations": [e.to_dict() for e in self.failed_expectations],
             "processes": [p.to_dict() for p in self.processes],
+            "timeline": [t.to_dict() for t in self.timeline],
         }
 
     @classmethod
@@ -337,6 +342,7 @@ class AttemptReport:
                 ExpectationResult.from_dict(e) for e in _get(d, "failed_expectations", list, [])
             ),
             processes=tuple(ProcessInfo.from_dict(p) for p in _get(d, "processes", list, [])),
+            timeline=tuple(TimelineEntry.from_dict(t) for t in _get(d, "timeline", list, [])),
         )
 
 

@@ -23,6 +23,8 @@ from harness.report import (
     ScenarioReport,
     Status,
     StepReport,
+    TimelineEntry,
+    TimelineKind,
 )
 from harness.report.html import render_html
 from harness.report.junit import render_junit
@@ -143,6 +145,17 @@ attempts = st.builds(
         ),
         max_size=2,
     ).map(tuple),
+    timeline=st.lists(
+        st.builds(
+            TimelineEntry,
+            at=durations,
+            kind=st.sampled_from(TimelineKind),
+            source=text,
+            object=text,
+            detail=text,
+        ),
+        max_size=2,
+    ).map(tuple),
 )
 
 
@@ -214,3 +227,35 @@ def test_html_shows_the_flaky_badge_and_the_attempts_escaped() -> None:
     assert "Attempt 1 of 2" in html and "Flaky (1)" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "1 flaky" in html  # the run's counts
+
+
+def test_an_earlier_attempt_keeps_its_timeline_and_the_html_shows_it() -> None:
+    """A flake's story is in its timing (a restart that took 6 s, a reconcile that never
+    came): the failed attempt's timeline stays, though the passing one replaces it."""
+    builder = _builder()
+    first = builder.scenario("spec", "spec.yaml")
+    first.event(TimelineKind.FAULT, "certificates", "rotate-leaf", "leaves of <skr-a>")
+    first.step("back-to-healthy", Status.FAILED, 4.0, error="expectation failed")
+    first.finish()
+    second = builder.retry(first)
+    second.event(TimelineKind.RECONCILE, "kcp", "kcp-system/kyma-skr-a", "watcher-recovered")
+    second.finish()
+    report = builder.build()
+    (s,) = report.scenarios
+    (a,) = s.attempts
+    assert [(t.kind, t.object) for t in a.timeline] == [(TimelineKind.FAULT, "rotate-leaf")]
+    assert [t.object for t in s.timeline] == ["kcp-system/kyma-skr-a"]
+    assert RunReport.from_json(report.to_json()) == report
+    html = render_html(report)
+    attempts_html = html.split("Earlier attempts", 1)[1].split("</details></details>", 1)[0]
+    assert "Timeline (1 entries)" in attempts_html and "rotate-leaf" in attempts_html
+    assert "leaves of &lt;skr-a&gt;" in attempts_html
+
+
+def test_a_report_written_before_attempts_had_timelines_still_loads() -> None:
+    old = _flaky_report().to_dict()
+    for s in old["scenarios"]:
+        for a in s["attempts"]:
+            del a["timeline"]
+    loaded = RunReport.from_dict(json.loads(json.dumps(old)))
+    assert loaded.scenarios[0].attempts[0].timeline == ()

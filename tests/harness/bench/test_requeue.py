@@ -38,6 +38,8 @@ from harness.bench.requeue import (
 )
 
 D = 0.1
+ROUNDING = 0.0005 + 1e-9
+"""Reaction figures are rounded to the millisecond: 1.5129 s reads 1.513 s."""
 
 
 def test_trace_is_seeded_skewed_and_bursty() -> None:
@@ -74,7 +76,7 @@ def test_polling_with_free_workers_reacts_within_one_cycle(
     result = simulate(trace, polling(interval), SimSettings(workers=None, seed=seed))
     assert result.unseen_changes == 0
     if result.changes:
-        assert result.reaction_max_s <= interval + D + 1e-6
+        assert result.reaction_max_s <= interval + D + ROUNDING
     # every Kyma reconciles once per interval + reconcile, nothing else
     assert abs(result.reconciles - kymas * 900 / (interval + D)) <= kymas
     assert result.event_triggered == 0 and not result.saturated
@@ -94,7 +96,7 @@ def test_watcher_with_free_workers_reacts_within_delay_plus_one_reconcile(
     result = simulate(trace, watcher(300.0), settings_)
     assert result.unseen_changes == 0
     if result.changes:
-        assert result.reaction_max_s <= max(delays) + D + 1e-6
+        assert result.reaction_max_s <= max(delays) + D + ROUNDING
     # the safety timer (+1 per Kyma at the span's edges) plus at most one per change
     assert result.reconciles <= kymas * (1200 / (300 + D) + 1) + result.changes
     assert result.event_triggered <= result.changes

@@ -6,6 +6,8 @@ import itertools
 import random
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from harness.report import (
     Branch,
     MachineInfo,
@@ -13,8 +15,19 @@ from harness.report import (
     ReportBuilder,
     RunReport,
     Status,
+    TimelineEntry,
     TimelineKind,
 )
+
+timeline_entries = st.builds(
+    TimelineEntry,
+    at=st.floats(allow_nan=False, allow_infinity=False, width=64),
+    kind=st.sampled_from(TimelineKind),
+    source=st.text(max_size=20),
+    object=st.text(max_size=20),
+    detail=st.text(max_size=20),
+)
+"""Any timeline entry (for JSON round trips of scenarios and attempts)."""
 
 
 def make_sample_report(log_dir: Path, *, timeline_entries: int = 40) -> RunReport:

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from report_kit import timeline_entries
 
 from harness.report import (
     AttemptReport,
@@ -23,7 +24,6 @@ from harness.report import (
     ScenarioReport,
     Status,
     StepReport,
-    TimelineEntry,
     TimelineKind,
 )
 from harness.report.html import render_html
@@ -145,17 +145,7 @@ attempts = st.builds(
         ),
         max_size=2,
     ).map(tuple),
-    timeline=st.lists(
-        st.builds(
-            TimelineEntry,
-            at=durations,
-            kind=st.sampled_from(TimelineKind),
-            source=text,
-            object=text,
-            detail=text,
-        ),
-        max_size=2,
-    ).map(tuple),
+    timeline=st.lists(timeline_entries, max_size=2).map(tuple),
 )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from report_kit import timeline_entries
 
 from harness.report import (
     Branch,
@@ -21,8 +22,6 @@ from harness.report import (
     ScenarioReport,
     Status,
     StepReport,
-    TimelineEntry,
-    TimelineKind,
 )
 from harness.report.stats import LatencySummary, percentile
 
@@ -49,14 +48,6 @@ expectations = st.builds(
     passed=st.booleans(),
     duration=durations,
 )
-timeline = st.builds(
-    TimelineEntry,
-    at=finite,
-    kind=st.sampled_from(TimelineKind),
-    source=text,
-    object=text,
-    detail=text,
-)
 processes = st.builds(
     ProcessInfo,
     name=text,
@@ -75,7 +66,7 @@ scenarios = st.builds(
     error=st.none() | text,
     steps=st.lists(steps, max_size=3).map(tuple),
     expectations=st.lists(expectations, max_size=3).map(tuple),
-    timeline=st.lists(timeline, max_size=3).map(tuple),
+    timeline=st.lists(timeline_entries, max_size=3).map(tuple),
     latencies_ms=st.lists(finite, max_size=5).map(tuple),
     processes=st.lists(processes, max_size=2).map(tuple),
     metrics=st.dictionaries(text, finite, max_size=3),

@@ -48,6 +48,8 @@ import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from harness.aio import stop_tasks
+
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 EXIT_NO_NAMESPACE = 3
@@ -142,10 +144,7 @@ class Bridges:
         return handle
 
     async def close(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_tasks(list(self._tasks))
 
 
 async def _copy_both_ways(client: Streams, far: Streams) -> None:
@@ -158,9 +157,7 @@ async def _copy_both_ways(client: Streams, far: Streams) -> None:
             async with asyncio.timeout(LINGER):
                 await asyncio.shield(outward)
     finally:
-        for task in (outward, back):
-            task.cancel()
-        await asyncio.gather(outward, back, return_exceptions=True)
+        await stop_tasks((outward, back))
 
 
 def _tcp(address: tuple[str, int]) -> Opener:

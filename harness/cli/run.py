@@ -4,7 +4,9 @@ Validates every file first (an invalid file never starts a cluster: one located 
 problem, exit 2), then runs the scenarios one after the other with a progress display
 (quiet when stdout is not a terminal), prints a summary table and where the reports are.
 Exit 0 only if every scenario passed (or was skipped), i.e. every expectation held; 1
-otherwise. ``--selector EXPR`` (repeatable, ANDed: ``tag=smoke``, ``tag!=slow``,
+otherwise. A scenario that checked nothing (its checking steps were skipped for what the
+webhook under test lacks, or it has none) is skipped with the reason in the table, never
+passed. ``--selector EXPR`` (repeatable, ANDed: ``tag=smoke``, ``tag!=slow``,
 ``name=spec-*``, ``name!=...``) runs only the matching scenarios; one matching none exits
 2 with one line. ``--retries N`` runs a failed scenario (not a skipped one) again, from
 fresh clusters, up to N more times; one passing on a retry is *flaky*: exit 0, shown
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.cli.scenarios import (
@@ -129,17 +132,24 @@ def _backend_unavailable(scenarios: list[Scenario], override: BackendOverride) -
 
 
 def summary_table(report: RunReport) -> Table:
+    """One row per scenario; a ``reason`` column when any was skipped (say it checked
+    nothing because its steps need what the webhook under test lacks)."""
+    skipped = any(s.status is Status.SKIPPED for s in report.scenarios)
     table = Table(title=f"run {report.run_id}", title_justify="left")
-    for column in ("scenario", "status", "expectations", "duration"):
+    columns = ("scenario", "status", "expectations", "duration") + (("reason",) if skipped else ())
+    for column in columns:
         table.add_column(column, justify="right" if column == "duration" else "left")
     for s in report.scenarios:
         style = _STYLE[s.status]
-        table.add_row(
+        row = [
             s.name,
             f"[{style}]{s.status_text}[/]",
             f"{s.expectations_passed}/{len(s.expectations)}",
             f"{s.total_duration:.1f} s",
-        )
+        ]
+        if skipped:
+            row.append(escape(s.error or "") if s.status is Status.SKIPPED else "")
+        table.add_row(*row)
     return table
 
 

@@ -3,7 +3,9 @@
 ``up`` starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy gateway, the Watcher
 controller, the Lifecycle-Manager stand-in and one Python webhook per SKR, prints where
 everything is, and tears it all down on Ctrl-C or SIGTERM. ``up --detach`` runs the same
-in the background and returns once it is ready; ``down`` stops it again.
+in the background and returns once it is ready; ``down`` stops it again. Its KCP has a
+small demo module catalog; ``up --scenario FILE`` brings up what a scenario file declares
+instead, without running its steps (:mod:`harness.cli.up_plan`).
 
 A running environment is described by a state file (``<cache>/envs/<name>.json``: owner
 PID, kubeconfigs, ports) that the owning process writes when ready and removes when it has
@@ -30,7 +32,8 @@ from harness.errors import HarnessError
 from watcher.errors import WatcherError
 
 if TYPE_CHECKING:
-    from harness.environment import EnvironmentSpec, WatcherEnvironment
+    from harness.cli.up_plan import Plan
+    from harness.environment import WatcherEnvironment
 
 # The environment (processes, aiohttp, kubernetes clients) is imported when ``up`` runs, so
 # ``validate``, ``list`` and ``down`` stay fast and work without it.
@@ -47,29 +50,6 @@ def state_dir() -> Path:
 
 def state_file(name: str) -> Path:
     return state_dir() / f"{name}.json"
-
-
-def _spec(count: int, health_interval: float) -> EnvironmentSpec:
-    """Local clusters; the webhook is ours unless ``WATCHER_HARNESS_WEBHOOK_COMMAND`` (or
-    ``--webhook-command``, which sets it for a detached run too) names another."""
-    from harness.clusters.selection import BackendOverride, choose_backend
-    from harness.environment import EnvironmentSpec, SkrSpec
-    from watcher.health.state import Policy
-
-    letters = "abcdefghij"
-    health = (
-        Policy(interval=health_interval, timeout=min(5.0, health_interval / 2))
-        if health_interval > 0
-        else None
-    )
-    return EnvironmentSpec(
-        skrs=tuple(
-            SkrSpec(f"skr-{c}", f"runtime-{c}", f"skr-{c}.kyma.example.com")
-            for c in letters[:count]
-        ),
-        health=health,
-        backend=choose_backend("local", override=BackendOverride(name="local")),
-    )
 
 
 @asynccontextmanager
@@ -96,10 +76,20 @@ async def metrics_server(env: WatcherEnvironment) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-def describe(env: WatcherEnvironment, name: str, klm_metrics: str | None = None) -> dict[str, Any]:
+def describe(
+    env: WatcherEnvironment,
+    name: str,
+    klm_metrics: str | None = None,
+    plan: Plan | None = None,
+) -> dict[str, Any]:
     """What a user needs to reach the environment (also the state file's content)."""
+    from harness.cli.up_plan import modules_line
+
     klm = env.klm.listener
+    scenario = plan.scenario if plan else None
     return {
+        "scenario": {"name": scenario.name, "file": scenario.source} if scenario else None,
+        "modules": modules_line(plan.modules) if plan else None,
         "klm_metrics": klm_metrics,
         "watcher_health": env.health is not None,
         "name": name,
@@ -133,6 +123,11 @@ def print_state(state: dict[str, Any]) -> None:
         print(f"watcher health: `watcher-harness health {state['name']}` prints the table")
     for skr, hook in state["webhooks"].items():
         print(f"webhook {skr}: {hook['url']} metrics {hook['metrics']}")
+    if state.get("scenario"):
+        scenario = state["scenario"]
+        print(f"scenario {scenario['name']} ({scenario['file']}): set up; no steps run")
+    if state.get("modules"):
+        print(state["modules"])
 
 
 def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
@@ -167,8 +162,12 @@ def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
         env.health.monitor.on_transition.append(health)
 
 
-async def up(count: int, name: str, *, live: bool = True, health_interval: float = 10.0) -> None:
+async def up(plan: Plan, name: str, *, live: bool = True) -> None:
+    """Bring up what ``plan`` says, apply its scenario's Kymas, record the state file,
+    and keep it all running until SIGINT/SIGTERM."""
     from harness.environment import watcher_environment
+    from harness.runner.scenario import setup_kymas
+    from harness.runner.session import LiveSession
 
     path = state_file(name)
     if path.exists() and _owner_alive(json.loads(path.read_text())):
@@ -181,10 +180,12 @@ async def up(count: int, name: str, *, live: bool = True, health_interval: float
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with (
-        watcher_environment(_spec(count, health_interval)) as env,
+        watcher_environment(plan.spec) as env,
         metrics_server(env) as klm_metrics,
     ):
-        state = describe(env, name, klm_metrics)
+        if plan.scenario is not None:
+            await setup_kymas(LiveSession(env), plan.scenario)
+        state = describe(env, name, klm_metrics, plan)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(state, indent=2) + "\n")
         try:
@@ -208,15 +209,13 @@ def _owner_alive(state: dict[str, Any]) -> bool:
     return b"harness.cli" in cmdline and b"up" in cmdline
 
 
-def detach(count: int, name: str, health_interval: float) -> int:
-    """Start ``up`` in its own session; return once it is ready (or say why not)."""
+def detach(name: str, up_args: list[str]) -> int:
+    """Start ``up --name NAME UP_ARGS`` in its own session; return once it is ready (or
+    say why not)."""
     path = state_file(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     log = path.with_suffix(".log")
-    argv = [
-        *(sys.executable, "-m", "harness.cli", "up", "--skrs", str(count), "--name", name),
-        *("--health-interval", f"{health_interval:g}"),
-    ]
+    argv = [sys.executable, "-m", "harness.cli", "up", "--name", name, *up_args]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             argv,
@@ -280,9 +279,39 @@ def down(name: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p_up = sub.add_parser("up", help="start KCP + SKRs + gateway + watcher; stop on Ctrl-C")
-    p_up.add_argument("--skrs", type=int, default=2, choices=range(1, 11), metavar="N")
-    p_up.add_argument("--name", default="default", help="name of this environment")
+    p_up = sub.add_parser(
+        "up",
+        help="start KCP + SKRs + gateway + watcher (or what a scenario file declares); "
+        "stop on Ctrl-C",
+    )
+    p_up.add_argument(
+        "--skrs",
+        type=int,
+        choices=range(1, 11),
+        metavar="N",
+        help="number of SKRs, skr-a, skr-b, ... (1-10; default 2)",
+    )
+    p_up.add_argument(
+        "--scenario",
+        type=Path,
+        metavar="FILE",
+        help="bring up what this scenario file declares (clusters, modules, Watchers, "
+        "listeners, Kymas, settings) and run none of its steps",
+    )
+    p_up.add_argument(
+        "--matrix",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --scenario: the matrix instance to bring up (default: the first); "
+        "repeat for several keys",
+    )
+    p_up.add_argument(
+        "--name",
+        default="default",
+        help="name of this environment, for `down NAME`, `health NAME` and `get --env NAME` "
+        "(default: default)",
+    )
     p_up.add_argument(
         "--detach",
         action="store_true",
@@ -294,9 +323,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_up.add_argument(
         "--health-interval",
         type=float,
-        default=10.0,
         metavar="SECONDS",
-        help="watcher-health heartbeat interval (default 10; 0: off; docs/health.md)",
+        help="watcher-health heartbeat interval (default 10; 0: off; docs/health.md); with "
+        "--scenario, its settings.klm.health decides",
     )
     p_up.add_argument(
         "--webhook-command",
@@ -306,8 +335,50 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p_up.set_defaults(func=run)
     p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
-    p_down.add_argument("name", nargs="?", default="default")
+    p_down.add_argument("name", nargs="?", default="default", help="the environment's --name")
     p_down.set_defaults(func=run_down)
+
+
+def _usage(problem: str) -> int:
+    print(f"watcher-harness up: {problem}", file=sys.stderr)
+    return 2
+
+
+def plan_of(args: argparse.Namespace) -> Plan | int:
+    """What the arguments ask ``up`` to bring up, or the exit code after saying why not
+    (2: wrong arguments, an invalid scenario file — the loader's located lines)."""
+    from harness.cli.up_plan import PlanError, demo_plan, scenario_plan
+    from harness.scenario import InvalidScenario
+
+    if args.scenario is None:
+        if args.matrix:
+            return _usage("--matrix selects an instance of a --scenario file")
+        interval = 10.0 if args.health_interval is None else args.health_interval
+        return demo_plan(args.skrs or 2, interval)
+    options = (("--skrs", args.skrs), ("--health-interval", args.health_interval))
+    given = [option for option, value in options if value is not None]
+    if given:
+        return _usage(f"{', '.join(given)}: the scenario file declares its clusters and settings")
+    try:
+        plan = scenario_plan(args.scenario, args.matrix)
+    except InvalidScenario as exc:
+        for error in exc.errors:
+            print(error.line(), file=sys.stderr)
+        return 2
+    except PlanError as exc:
+        return _usage(str(exc))
+    for note in plan.notes:
+        print(note, flush=True)
+    return plan
+
+
+def _child_args(args: argparse.Namespace) -> list[str]:
+    """``up``'s arguments for the detached process (it loads the scenario again)."""
+    if args.scenario is not None:
+        matrix = [a for m in args.matrix for a in ("--matrix", m)]
+        return ["--scenario", str(args.scenario.resolve()), *matrix]
+    interval = 10.0 if args.health_interval is None else args.health_interval
+    return ["--skrs", str(args.skrs or 2), "--health-interval", f"{interval:g}"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -316,18 +387,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         dns_label(args.name)
     except ValueError as exc:
-        print(f"watcher-harness: --name: {exc}", file=sys.stderr)
-        return 2
+        return _usage(f"--name: {exc}")
     if args.webhook_command:  # the detached child inherits it with the environment
         from harness.clusters.selection import ENV_WEBHOOK_COMMAND
 
         os.environ[ENV_WEBHOOK_COMMAND] = args.webhook_command
+    plan = plan_of(args)
+    if isinstance(plan, int):
+        return plan
     if args.detach:
-        return detach(args.skrs, args.name, args.health_interval)
+        return detach(args.name, _child_args(args))
     try:
-        asyncio.run(
-            up(args.skrs, args.name, live=not args.quiet, health_interval=args.health_interval)
-        )
+        asyncio.run(up(plan, args.name, live=not args.quiet))
     except (HarnessError, WatcherError) as exc:
         print(f"watcher-harness: {exc}", file=sys.stderr)
         return 1

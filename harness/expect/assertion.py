@@ -16,6 +16,7 @@ import yaml
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import ObjectsSeen
+from harness.matching.functions import search
 from harness.matching.objects import closest, diff, match_any, select_mismatch_summary
 from harness.matching.output import truncate
 from harness.scenario import Assert
@@ -58,13 +59,28 @@ def _summary(match: dict[str, Any]) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def _count_text(low: int, high: int | None) -> str:
+    if high is None:
+        return f"at least {low}"
+    if low == high:
+        return f"exactly {low}"
+    return f"at most {high}" if low == 0 else f"{low} to {high}"
+
+
 def judge(spec: Assert, seen: Sequence[ObjectsSeen], *, negate: bool = False) -> Check:
     """``assert`` (``negate=False``) or ``error`` (``negate=True``) over what each selected
-    cluster holds now."""
+    cluster holds now. With ``count``, ``assert`` holds when the number of matching
+    objects is within it on every cluster."""
     verb = "error" if negate else "assert"
     description = f"{verb} {spec.describe()}"
-    wanted = f"an object matching {_summary(spec.match)}" if spec.match else "an object"
-    expected = f"no {wanted[3:]}" if negate else wanted
+    what = f"matching {_summary(spec.match)}" if spec.match else ""
+    low, high = spec.bounds
+    if negate:
+        expected = f"no object {what}".strip()
+    elif spec.count is None:
+        expected = f"an object {what}".strip()
+    else:
+        expected = f"{_count_text(low, high)} objects {what}".strip()
     actual_parts: list[str] = []
     details: list[str] = []
     attachments: list[tuple[str, str]] = []
@@ -76,6 +92,25 @@ def judge(spec: Assert, seen: Sequence[ObjectsSeen], *, negate: bool = False) ->
             actual_parts.append(f"{prefix}cannot read: {cluster.error}")
             continue
         found, results = match_any(spec.match, cluster.objects)
+        matching = [i for i, r in enumerate(results) if r.ok]
+        if spec.count is not None and not negate:
+            n = len(matching)
+            names = ", ".join(object_name(cluster.objects[i]) for i in matching[:5])
+            shown = f" ({names}{', …' if n > 5 else ''})" if names else ""
+            text = f"{prefix}{n} of {len(cluster.objects)} selected match{shown}"
+            actual_parts.append(text)
+            if low <= n and (high is None or n <= high):
+                continue
+            ok = False
+            attachments += _attachments(cluster)
+            if n < low and results:
+                best = closest([r for r in results if not r.ok])
+                others = [i for i, r in enumerate(results) if not r.ok]
+                if best is not None:
+                    name = object_name(cluster.objects[others[best]])
+                    details.append(f"{prefix}{name} (closest that does not match):")
+                    details.append(diff(results[others[best]]))
+            continue
         holds = (found is None) if negate else (found is not None)
         if holds:
             actual_parts.append(
@@ -111,4 +146,29 @@ def judge(spec: Assert, seen: Sequence[ObjectsSeen], *, negate: bool = False) ->
         Verdict(ok, text, expected, actual),
         details="\n".join(details),
         attachments=tuple(attachments),
+        bounded=high is not None and not negate,
     )
+
+
+def captured(spec: Assert, seen: ObjectsSeen) -> tuple[dict[str, Any], list[str]]:
+    """The values ``spec.capture`` takes from the first object of ``seen`` that matches,
+    and every problem (no object matches; an expression fails or gives null)."""
+    if not spec.capture:
+        return {}, []
+    found, _ = match_any(spec.match, seen.objects)
+    if found is None:
+        return {}, ["capture: no selected object matches"]
+    obj = seen.objects[found]
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, expression in spec.capture.items():
+        try:
+            value = search(expression, obj)
+        except (TypeError, ValueError) as error:  # JMESPathError is a ValueError
+            problems.append(f"capture {name}: {expression!r} failed on {object_name(obj)}: {error}")
+            continue
+        if value is None:
+            problems.append(f"capture {name}: {expression!r} is null on {object_name(obj)}")
+            continue
+        values[name] = value
+    return values, problems

@@ -3,7 +3,16 @@ module per expectation kind."""
 
 from __future__ import annotations
 
-from harness.expect import events, latency, metrics, reconciles, rejections, truth, writes
+from harness.expect import (
+    events,
+    latency,
+    metrics,
+    reconciles,
+    rejections,
+    timeline,
+    truth,
+    writes,
+)
 from harness.expect.check import Check
 from harness.expect.observations import Observations
 from harness.scenario import Expect
@@ -20,4 +29,5 @@ def judge(expect: Expect, obs: Observations) -> list[Check]:
         checks.append(latency.judge(expect.latency, obs))
     if expect.writes is not None:
         checks.append(writes.judge(expect.writes, obs))
+    checks += [timeline.judge(t, obs) for t in expect.timeline]
     return checks

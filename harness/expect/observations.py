@@ -77,6 +77,33 @@ class ObjectsSeen:
 
 
 @dataclass(frozen=True)
+class ObjectChange:
+    """One change an object watch saw (``watch``: its
+    :attr:`~harness.scenario.timeline.ObjectWatch.key`): ``added``, ``modified`` or
+    ``deleted``, at its arrival (``time.time()``). ``object`` keeps only what matching
+    needs: ``apiVersion``, ``kind``, ``metadata`` (no ``managedFields``) and the top-level
+    keys a ``match`` reads."""
+
+    watch: str
+    change: str
+    at: float
+    object: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A step boundary or a fault as the report's timeline has it (``kind``: ``step`` or
+    ``fault``; for a step, ``object`` is its name and ``detail`` ``start``, ``passed`` or
+    ``failed``; for a fault, ``source`` is its target and ``object`` its action)."""
+
+    kind: str
+    source: str
+    object: str
+    detail: str
+    at: float
+
+
+@dataclass(frozen=True)
 class Observations:
     """Everything the judges may look at, as of one moment (``now``) of one window
     (``since``: the window's start)."""
@@ -100,6 +127,12 @@ class Observations:
     """Webhook name → manager, for every Watcher the scenario had at any time."""
     settle: float = 0.0
     """Seconds a Watcher change took to go live, plus a margin (ground-truth uncertainty)."""
+    run_start: float = 0.0
+    """When the scenario began (``timeline`` entries with ``since: run``)."""
+    object_changes: tuple[ObjectChange, ...] = ()
+    """What the scenario's object watches recorded (only when a ``timeline`` names objects)."""
+    marks: tuple[Mark, ...] = ()
+    """Step boundaries and faults so far (only when a ``timeline`` names them)."""
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,19 @@ def kyma_key(kyma: str) -> str:
 def judge(r: ReconcileExpectation, obs: Observations) -> Check:
     """Reconciles of one KCP Kyma in the window, by trigger and outcome."""
     key = kyma_key(r.kyma)
+    outcomes = r.outcomes
     count = sum(
         1
         for seen in obs.reconciles
         if seen.kyma == key
         and seen.at >= obs.since
         and (r.trigger is None or r.trigger in seen.triggers)
-        and (r.outcome is None or seen.outcome == r.outcome)
+        and (outcomes is None or seen.outcome in outcomes)
         and (r.started_within is None or seen.latency <= r.started_within)
     )
     subject = f"kyma={key}" + (f" trigger={r.trigger}" if r.trigger else "")
-    subject += f" outcome={r.outcome}" if r.outcome else ""
+    if outcomes is not None:
+        subject += f" outcome={'|'.join(sorted(outcomes))}"
     if r.started_within is not None:
         subject += f" started within {r.started_within:g} s of its trigger"
     return counted("reconciles", f"reconciles {subject}", count, bounds(*r.bounds), "reconcile")

@@ -3,9 +3,14 @@ regex, JSON partial tree); the report shows the output, truncated."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from typing import Any
+
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import ScriptResult
+from harness.matching.functions import search
 from harness.matching.output import OutputSpec, check_output, truncate
 from harness.scenario import OutputCheck, Script
 
@@ -49,7 +54,9 @@ def output_details(result: ScriptResult) -> str:
     return "\n".join(lines)
 
 
-def judge(spec: Script, result: ScriptResult) -> Check:
+def judge(spec: Script, result: ScriptResult, *, attempts: int = 1) -> Check:
+    """The exit code and output checks of one run (``attempts``: how many runs a polling
+    script took, this one included; said in the verdict when more than one)."""
     description = f"script {result.command}"
     problems: list[str] = []
     diffs: list[str] = []
@@ -70,6 +77,39 @@ def judge(spec: Script, result: ScriptResult) -> Check:
     expected = _expected(spec)
     ok = not problems
     actual = f"exit {result.exit_code} in {result.duration:.1f} s" if ok else "; ".join(problems)
+    if attempts > 1:
+        actual += f" (run {attempts})" if ok else f" (last of {attempts} runs)"
     details = "\n".join([*diffs, output_details(result)])
     text = actual if ok else f"{description}: expected {expected}; got {actual}"
     return Check("script", description, Verdict(ok, text, expected, actual), details=details)
+
+
+def captured_output(spec: Script, result: ScriptResult) -> tuple[dict[str, Any], list[str]]:
+    """The values ``spec.capture`` takes from the run's stdout parsed as JSON, and every
+    problem (not JSON; an expression fails or gives null)."""
+    if not spec.capture:
+        return {}, []
+    try:
+        document = json.loads(result.stdout)
+    except ValueError as error:
+        return {}, [f"capture: stdout is not JSON: {error}"]
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, expression in spec.capture.items():
+        try:
+            value = search(expression, document)
+        except (TypeError, ValueError) as error:  # JMESPathError is a ValueError
+            problems.append(f"capture {name}: {expression!r} failed: {error}")
+            continue
+        if value is None:
+            problems.append(f"capture {name}: {expression!r} is null in the output")
+            continue
+        values[name] = value
+    return values, problems
+
+
+def judged_with_problems(check: Check, problems: list[str]) -> Check:
+    """``check`` failed for ``problems`` found after it passed (a capture that failed)."""
+    actual = "; ".join(problems)
+    text = f"{check.description}: expected {check.verdict.expected}; got {actual}"
+    return replace(check, verdict=Verdict(False, text, check.verdict.expected, actual))

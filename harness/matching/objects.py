@@ -9,12 +9,20 @@ is a *partial* YAML-ish tree and ``match_object(expected, actual)`` says where i
   equals ``1`` and a string never equals a number (``"2"`` is not ``2``);
 * **lists** match element-wise: same length, item *i* matches item *i*, each partially.
 
-Two special maps, each with exactly one key whose value is a list, stand where a list is
-expected (a ``$anyOrder``/``$contains`` key next to other keys is an ``ExpressionError``;
-any other ``$`` key, e.g. ``$ref`` in a CRD schema, is an ordinary key)::
+Three special maps each have exactly one key, whose value is a list (a ``$anyOrder``,
+``$contains`` or ``$oneOf`` key next to other keys is an ``ExpressionError``; any other
+``$`` key, e.g. ``$ref`` in a CRD schema, is an ordinary key). The first two stand where
+a list is expected::
 
     webhooks: {$anyOrder: [{name: a}, {name: b}]}   # same length, some one-to-one pairing
     webhooks: {$contains: [{name: a}]}              # each item matches a distinct actual item
+
+``$oneOf`` stands for any value: a non-empty list of alternatives, each a partial tree
+with all these rules; the value matches if it matches at least one. A failure names the
+alternatives and the first difference of the closest one::
+
+    status: {state: {$oneOf: [Error, Warning]}}
+    spec: {$oneOf: [{channel: fast}, {channel: regular, customModuleStrategy: Ignore}]}
 
 A map key written ``(expression)`` is a JMESPath expression evaluated against the actual
 map the key sits in; its result is matched against the value with the same rules::
@@ -22,6 +30,13 @@ map the key sits in; its result is matched against the value with the same rules
     (length(webhooks)): 2
     status:
       (conditions[?type=='Ready']): [{status: "True"}]
+    (seconds_until(x509(data."tls.crt").notAfter) > `1728000`): true
+
+Besides the standard functions, expressions may call the few of
+``harness.matching.functions`` (``x509``, ``x509_bundle``, ``base64_decode``,
+``base64_encode``, ``now``, ``to_epoch``, ``seconds_until``, ``seconds_since``); an
+error while evaluating (say ``x509`` of something not a certificate) is a mismatch
+``expression failed: ...``, not an exception.
 
 An invalid expression (syntax, unknown function, wrong argument count) or a malformed
 special map raises ``ExpressionError`` before anything is compared, whatever ``actual``
@@ -43,15 +58,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import jmespath
 import yaml
 from jmespath.exceptions import JMESPathError
-from jmespath.functions import Functions
-from jmespath.parser import ParsedResult
+
+from harness.matching.functions import (
+    FUNCTION_TABLE,
+    CompiledExpression,
+    compile_expression,
+    search,
+)
 
 ANY_ORDER: Final = "$anyOrder"
 CONTAINS: Final = "$contains"
-SPECIAL_KEYS: Final = frozenset({ANY_ORDER, CONTAINS})
+ONE_OF: Final = "$oneOf"
+SPECIAL_KEYS: Final = frozenset({ANY_ORDER, CONTAINS, ONE_OF})
 MAX_DEPTH: Final = 200
 """An expected tree deeper than this is an ``ExpressionError``: matching recurses only
 along ``expected``, so this bounds the stack (a few frames a level; the limit is 1000)
@@ -118,7 +138,7 @@ def is_expression_key(key: object) -> bool:
 
 
 def _special_key(node: Mapping[Any, Any]) -> str | None:
-    """The ``$anyOrder``/``$contains`` key of a map, or None for an ordinary map."""
+    """The ``$anyOrder``/``$contains``/``$oneOf`` key of a map, or None for an ordinary map."""
     for key in node:
         if key in SPECIAL_KEYS:
             return str(key)
@@ -129,6 +149,11 @@ def _special_problem(node: Mapping[Any, Any], key: str) -> str | None:
     if len(node) != 1:
         others = ", ".join(sorted(repr(k) for k in node if k != key))
         return f"{key} must be the only key of its map, found also {others}"
+    if key == ONE_OF:
+        if not _is_list(node[key]) or not node[key]:
+            got = "an empty list" if _is_list(node[key]) else _kind(node[key])
+            return f"{key} needs a non-empty list of alternatives, got {got}"
+        return None
     if not _is_list(node[key]):
         return f"{key} needs a list of items, got {_kind(node[key])}"
     return None
@@ -142,10 +167,10 @@ def _parse_error_text(error: JMESPathError) -> str:
     return first.removesuffix(":").removesuffix(", for expression")
 
 
-def _static_problems(parsed: ParsedResult) -> Iterator[str]:
+def _static_problems(compiled: CompiledExpression) -> Iterator[str]:
     """Unknown functions, wrong argument counts and zero slice steps, which jmespath only
     finds when that part is evaluated: inside a filter over a missing field it never is."""
-    stack: list[Any] = [parsed.parsed]
+    stack: list[Any] = [compiled.parsed.parsed]
     while stack:
         node = stack.pop()
         if not isinstance(node, dict):
@@ -159,11 +184,11 @@ def _static_problems(parsed: ParsedResult) -> Iterator[str]:
 
 
 def _call_problems(name: str, given: int) -> Iterator[str]:
-    table: Mapping[str, Any] = Functions.FUNCTION_TABLE
-    if name not in table:
+    """Against the standard and the harness's functions (``functions.FUNCTION_TABLE``)."""
+    if name not in FUNCTION_TABLE:
         yield f"unknown function {name}()"
         return
-    signature = table[name]["signature"]
+    signature = FUNCTION_TABLE[name]["signature"]
     variadic = bool(signature) and bool(signature[-1].get("variadic"))
     if given < len(signature) or (given > len(signature) and not variadic):
         least = "at least " if variadic else ""
@@ -174,10 +199,10 @@ def expression_problem(key: str) -> str | None:
     """Why an ``(expression)`` key is invalid, or None; ``key`` includes the parentheses."""
     expression = key[1:-1]
     try:
-        parsed = jmespath.compile(expression)
+        compiled = compile_expression(expression)
     except JMESPathError as error:
         return f"invalid JMESPath {expression!r}: {_parse_error_text(error)}"
-    problem = next(_static_problems(parsed), None)
+    problem = next(_static_problems(compiled), None)
     return None if problem is None else f"invalid JMESPath {expression!r}: {problem}"
 
 
@@ -300,6 +325,8 @@ def _checked_match(expected: Any, actual: Any) -> ObjectMatch:
 def _match(expected: Any, actual: Any, path: Path) -> list[Mismatch]:
     if isinstance(expected, Mapping):
         special = _special_key(expected)
+        if special == ONE_OF:
+            return _match_one_of(expected[special], actual, path)
         if special is not None:
             return _match_special(special, expected[special], actual, path)
         return _match_map(expected, actual, path)
@@ -344,7 +371,7 @@ def _lookup(key: Any, node: Mapping[Any, Any]) -> tuple[Any, str | None]:
     ``max_by`` over mixed types) is the object's fault: a mismatch, not an exception."""
     if is_expression_key(key):
         try:
-            return jmespath.search(key[1:-1], node), None
+            return search(key[1:-1], node), None
         except (TypeError, ValueError) as error:  # JMESPathError is a ValueError
             return None, f"expression failed: {error}"
     if key not in node:
@@ -381,6 +408,26 @@ def _match_special(key: str, items: Sequence[Any], actual: Any, path: Path) -> l
         reason += f" (expected item {', '.join(map(str, lonely))} matches no actual item)"
     closest_first = [_closest_item(i, items[i], results[i], actual, path) for i in lonely]
     return [*(m for m in closest_first if m is not None), _mismatch(path, shown, actual, reason)]
+
+
+def _match_one_of(alternatives: Sequence[Any], actual: Any, path: Path) -> list[Mismatch]:
+    """No mismatch if some alternative matches; else one at ``path`` naming the
+    alternatives and where the closest (fewest differences, first on ties) differs."""
+    tried: list[list[Mismatch]] = []
+    for alternative in alternatives:
+        mismatches = _match(alternative, actual, path)
+        if not mismatches:
+            return []
+        tried.append(mismatches)
+    best = min(range(len(tried)), key=lambda i: len(tried[i]))
+    first = tried[best][0]
+    where = "" if first.path == format_path(path) else f" at {first.path}"
+    more = f" (+{len(tried[best]) - 1} more)" if len(tried[best]) > 1 else ""
+    reason = (
+        f"matches none of {len(alternatives)} alternatives {_short(list(alternatives))}; "
+        f"the closest, {_short(alternatives[best])}, differs{where}: {first.reason}{more}"
+    )
+    return [_mismatch(path, {ONE_OF: alternatives}, actual, reason)]
 
 
 def _closest_item(

@@ -27,6 +27,10 @@ from harness.report.model import (
     expectation_id,
 )
 
+NOT_CHECKS = frozenset({"collect"})
+"""Expectation kinds that check nothing (they always pass): a scenario recording only
+these is skipped, not passed."""
+
 
 class ScenarioBuilder:
     """Collects one scenario's steps, expectations, timeline and processes as they happen."""
@@ -120,19 +124,46 @@ class ScenarioBuilder:
     def set_metrics(self, snapshot: Mapping[str, float]) -> None:
         self.metrics.update(snapshot)
 
+    @property
+    def checked(self) -> bool:
+        """Whether anything was checked: an expectation of a kind that can fail (not a
+        ``collect`` entry, which is material for the report and always passes)."""
+        return any(e.kind not in NOT_CHECKS for e in self.expectations)
+
+    def unchecked_reason(self) -> str:
+        """Why a scenario that checked nothing is skipped: the skipped steps' reasons
+        (steps with the same reason named together), else ``checked nothing``."""
+        by_reason: dict[str, list[str]] = {}
+        for s in self.steps:
+            if s.status is Status.SKIPPED:
+                by_reason.setdefault(s.error or "skipped", []).append(s.name)
+        if not by_reason:
+            return "checked nothing"
+        parts = [
+            f"{'steps' if len(names) > 1 else 'step'} {', '.join(names)}: {reason}"
+            for reason, names in by_reason.items()
+        ]
+        return "checked nothing; skipped " + "; ".join(parts)
+
     def derived_status(self) -> Status:
-        """Failed if any expectation or step failed, else passed."""
+        """Failed if any expectation or step failed; else skipped if nothing was checked
+        (:attr:`checked`): a run that proved nothing must not read as passed; else passed."""
         if any(not e.passed for e in self.expectations):
             return Status.FAILED
         if any(s.status in (Status.FAILED, Status.ERROR) for s in self.steps):
             return Status.FAILED
+        if not self.checked:
+            return Status.SKIPPED
         return Status.PASSED
 
     def finish(self, status: Status | None = None, *, error: str | None = None) -> ScenarioReport:
-        """Freeze the scenario; status defaults to error if ``error`` is given, else derived.
+        """Freeze the scenario; status defaults to error if ``error`` is given, else derived
+        (skipped with :meth:`unchecked_reason` as its ``error`` when nothing was checked).
         Passed after earlier failed attempts is flaky."""
         if status is None:
             status = Status.ERROR if error is not None else self.derived_status()
+            if status is Status.SKIPPED:
+                error = self.unchecked_reason()
         if status is Status.PASSED and self.attempts:
             status = Status.FLAKY
         self.report = ScenarioReport(

@@ -53,6 +53,7 @@ section.card.failed, section.card.error { border-left: 5px solid var(--bad); }
 section.card.error { border-left-color: var(--err); }
 section.card.passed { border-left: 5px solid var(--ok); }
 section.card.flaky { border-left: 5px solid var(--flaky); }
+section.card.skipped { border-left: 5px solid var(--skip); }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align:left; padding: 5px 8px; border-bottom: 1px solid var(--line);
          vertical-align: top; }
@@ -74,6 +75,8 @@ tr.fail td { background: var(--bad-bg); }
 .errorbox { background: var(--bad-bg); color: var(--bad); border-radius:6px; padding:8px 12px;
             white-space: pre-wrap; font-family: ui-monospace, Menlo, Consolas, monospace;
             font-size:12px; margin: 10px 0; }
+.skipbox { background: var(--skip-bg); color: var(--skip); border-radius:6px; padding:8px 12px;
+           white-space: pre-wrap; font-size:12px; margin: 10px 0; }
 .note { color: var(--muted); font-size: 12px; margin: 6px 0; }
 .logbox { max-height: 420px; overflow:auto; display:flex; flex-direction:column-reverse;
           background:#0d1117; border-radius:6px; margin:6px 0; }
@@ -90,6 +93,7 @@ tr.extra pre { background: #f6f8fa; padding: 8px 10px; border-radius: 6px; margi
 details > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 .tl-mutation { color:#0b5cad; } .tl-event { color:#1b7f3b; } .tl-reconcile { color:#6a1b9a; }
 .tl-fault { color:#b71c1c; font-weight:600; } .tl-step { color:#5f6b7a; }
+.tl-object { color:#8a5a00; }
 table.compact td { padding: 2px 8px; }
 .histogram img { max-width: 100%; height: auto; display:block; }
 .stats { display:flex; gap: 18px; flex-wrap: wrap; margin: 4px 0 8px; }
@@ -176,6 +180,13 @@ def _cost(s: ScenarioReport, longest: float) -> str:
     )
 
 
+def _skip_note(s: ScenarioReport) -> str:
+    """Why a scenario was skipped, under its badge in the summary."""
+    if s.status is not Status.SKIPPED or not s.error:
+        return ""
+    return f'<div class="note">{_e(s.error.splitlines()[0])}</div>'
+
+
 def _summary(report: RunReport) -> str:
     rows = []
     marked = slowest(report)
@@ -188,7 +199,7 @@ def _summary(report: RunReport) -> str:
         slow = ' <span class="retry">slowest</span>' if s.name in marked else ""
         rows.append(
             f'<tr><td><a href="#{anchor(i)}">{_e(s.name)}</a>{slow}</td>'
-            f"<td>{_badge(s.status)}{_retry_note(s)}</td>"
+            f"<td>{_badge(s.status)}{_retry_note(s)}{_skip_note(s)}</td>"
             f'<td class="num">{_cost(s, longest)}</td>'
             f'<td class="num">{_e(_duration(s.environment_duration))}</td>'
             f'<td class="num">{bar}{passed}/{total}</td>'
@@ -468,7 +479,11 @@ def _processes(s: ScenarioReport, log_tails: Mapping[Path, str]) -> str:
 def _scenario(
     i: int, s: ScenarioReport, png: bytes | None, log_tails: Mapping[Path, str], limit: int
 ) -> str:
-    error = f'<div class="errorbox">{_e(s.error)}</div>' if s.error else ""
+    error = ""
+    if s.error and s.status is Status.SKIPPED:
+        error = f'<div class="skipbox"><b>Skipped:</b> {_e(s.error)}</div>'
+    elif s.error:
+        error = f'<div class="errorbox">{_e(s.error)}</div>'
     meta = (
         f'<div class="meta"><span class="mono">{_e(s.file)}</span>'
         f"<span>started {_e(_when(s.started_at))}</span>"

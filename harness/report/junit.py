@@ -4,7 +4,9 @@ Names are stable across runs: ``classname="scenario.<scenario>"`` and
 ``name="<scenario>/<step>/<index>-<kind>"``. A scenario that errored (setup failure, crash)
 gets a ``<scenario>/error`` testcase with an ``<error>``; one that failed without a failed
 expectation (a step failed) gets ``<scenario>/steps`` with a ``<failure>``; a skipped one
-gets ``<scenario>/skipped``. Suites that did not pass carry the tails of their process
+gets ``<scenario>/skipped`` whose ``<skipped message=...>`` says why (the backend cannot
+run it, or it checked nothing: its steps were skipped for what the webhook under test
+lacks). Suites that did not pass carry the tails of their process
 logs in ``<system-out>``; the writer is given that text, it reads no files.
 
 Retried scenarios (``--retries``) follow Maven Surefire's rerun convention, which CI

@@ -51,6 +51,7 @@ class TimelineKind(StrEnum):
     RECONCILE = "reconcile"  # the Lifecycle-Manager stand-in reconciled a Kyma
     FAULT = "fault"  # a fault was injected or lifted
     STEP = "step"  # a step started or ended
+    OBJECT = "object"  # an object watch saw an object added, modified or deleted
 
 
 def expectation_id(scenario: str, step: str, index: int, kind: str) -> str:
@@ -355,7 +356,9 @@ class ScenarioReport:
     status: Status
     started_at: float
     duration: float
-    error: str | None = None  # scenario-level error (setup failure, crash), not a failed check
+    error: str | None = None
+    """Scenario-level error (setup failure, crash), not a failed check; for a skipped
+    scenario, why it was skipped (the backend cannot run it, or it checked nothing)."""
     steps: tuple[StepReport, ...] = ()
     expectations: tuple[ExpectationResult, ...] = ()
     timeline: tuple[TimelineEntry, ...] = ()

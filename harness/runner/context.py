@@ -6,21 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.churn.admissions import AdmissionCounts
 from harness.churn.model import ExecutedMutation, Mutation
 from harness.churn.plan import ChurnSpec
 from harness.churn.runner import ChurnRun
 from harness.churn.truth import Rule
+from harness.expect.observations import ObjectChange
 from harness.report.builder import ScenarioBuilder
 from harness.report.model import TimelineKind
 from harness.runner.session import Session
 from harness.scenario import Expect, ExpectOp, Scenario
 from watcher.render.watcher_cr import Watcher, parse_watcher
 
+OBJECT_CHANGES_KEPT = 20_000
+"""Object changes the ``timeline`` watches keep (the oldest go first)."""
 SETTLE_MARGIN = 0.5
 """Seconds added to how long a Watcher change took to go live: writes that close to a
 change may or may not be seen by its webhook (``harness.churn.truth``, uncertain causes)."""
@@ -89,6 +94,13 @@ class RunContext:
     """Where the scenario's logs go (full ``script`` output); ``None``: not kept."""
     webhook_command: tuple[str, ...] = ()
     """The bring-your-own webhook the SKRs run (() = ours): steps needing ours skip."""
+    object_changes: deque[ObjectChange] = field(
+        default_factory=lambda: deque(maxlen=OBJECT_CHANGES_KEPT)
+    )
+    """What the object watches of ``timeline`` expectations recorded
+    (:mod:`harness.runner.object_watches`)."""
+    captured: dict[str, Any] = field(default_factory=dict)
+    """Names given values during the run (``capture``, ``set``), for ``${{ name }}``."""
     _outputs: int = 0
 
     def __post_init__(self) -> None:
@@ -126,6 +138,15 @@ class RunContext:
         return None
 
     # -- recording ------------------------------------------------------------------
+
+    def capture(self, values: dict[str, Any], source: str) -> None:
+        """Give names values for the rest of the run; each goes on the timeline."""
+        for name, value in values.items():
+            self.captured[name] = value
+            shown = repr(value) if not isinstance(value, str) else value
+            self.report.event(
+                TimelineKind.STEP, "runner", f"${{{{ {name} }}}}", f"= {shown[:120]} ({source})"
+            )
 
     def log_output(self, title: str, text: str) -> Path | None:
         """Keep a command's whole output in the log directory (the report truncates)."""

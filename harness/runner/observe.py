@@ -10,6 +10,7 @@ from harness.environment import ObservedEvent
 from harness.expect.match import ReceivedEvent
 from harness.expect.observations import (
     ChurnSeen,
+    Mark,
     MetricKey,
     Observations,
     ReconcileSeen,
@@ -17,6 +18,7 @@ from harness.expect.observations import (
     metric_key,
 )
 from harness.expect.prom import Sample, histogram_quantile, parse_samples, sample_sum
+from harness.report.model import TimelineKind
 from harness.runner.context import ChurnRecord, RunContext
 from harness.scenario import Expect
 from watcher.model import GroupVersionKind
@@ -30,6 +32,23 @@ def received(event: ObservedEvent) -> ReceivedEvent:
         event.name,
         GroupVersionKind(event.group, event.version, event.kind),
         event.received_at,
+    )
+
+
+STEP_PHASES = frozenset({"start", "passed", "failed"})
+"""The details of a step's own timeline entries (``capture`` puts others there)."""
+
+
+def marks(ctx: RunContext, expect: Expect) -> tuple[Mark, ...]:
+    """The step boundaries and faults on the report's timeline, if ``expect``'s
+    ``timeline`` entries name any."""
+    keys = {o.key for t in expect.timeline for o in (t.first, t.then)}
+    if not keys & {"step", "fault"}:
+        return ()
+    return tuple(
+        Mark(t.kind.value, t.source, t.object, t.detail, t.at)
+        for t in ctx.report.timeline
+        if (t.kind is TimelineKind.STEP and t.detail in STEP_PHASES) or t.kind is TimelineKind.FAULT
     )
 
 
@@ -71,6 +90,8 @@ async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations
         - ctx.baselines.get((r.listener, r.reason), 0.0)
         for r in expect.rejections
     }
+    run_start = ctx.report.started_at
+    whole_run = any(t.since == "run" for t in expect.timeline)
     return Observations(
         since=since,
         now=ctx.clock(),
@@ -79,7 +100,7 @@ async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations
             ReconcileSeen(
                 r.kyma, frozenset(t.value for t in r.triggers), r.outcome.value, r.at, r.latency
             )
-            for r in session.reconciles(None, None, since)
+            for r in session.reconciles(None, None, min(since, run_start) if whole_run else since)
         ),
         rejections=rejections,
         metrics=metrics,
@@ -89,4 +110,7 @@ async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations
         runtime_ids=ctx.runtime_ids,
         webhook_managers=ctx.webhook_managers(),
         settle=ctx.settle,
+        run_start=run_start,
+        object_changes=tuple(ctx.object_changes) if expect.timeline else (),
+        marks=marks(ctx, expect),
     )

@@ -6,8 +6,10 @@ scenario, marked ``e2e`` and one marker per tag (``-`` → ``_``: ``-m "e2e and
 cert_rotation"``; registered, so ``--strict-markers`` passes) and given the scenario's
 timeout plus time for the environment; an invalid file is a collection error showing its
 located lines; a failed scenario shows its failed steps and expectations (expected vs
-actual), not a traceback. With ``--scenario-report-dir DIR`` every item writes its part of
-the report (process logs under ``DIR/logs``) and the controlling process (also under xdist)
+actual), not a traceback; one that checked nothing (say every step needs what the webhook
+under test lacks: :meth:`harness.report.ScenarioBuilder.derived_status`) is a pytest skip
+with the reason. With ``--scenario-report-dir DIR`` every item writes its part of the
+report (process logs under ``DIR/logs``) and the controlling process (also under xdist)
 merges the parts into ``DIR/index.html`` and ``DIR/report.json`` at the end.
 
 ``--scenario-selector EXPR`` (repeatable, ANDed; ``tag=smoke``, ``tag!=slow``,
@@ -244,6 +246,8 @@ class ScenarioItem(pytest.Item):
             self.add_report_section("call", "scenario", "\n".join(failure_lines(report)))
         if report.status is Status.FLAKY:
             self.user_properties.append((FLAKY_PROPERTY, f"passed on retry {report.retry}"))
+        if report.status is Status.SKIPPED:
+            pytest.skip(report.error or "skipped")  # e.g. it checked nothing
         if not report.ok:
             raise ScenarioFailed(report)
 

@@ -26,6 +26,7 @@ from harness.report.model import ProcessRecordLike, ScenarioReport, Status, Time
 from harness.runner.backend import check_backend
 from harness.runner.context import RunContext
 from harness.runner.errors import UnsupportedScenario
+from harness.runner.object_watches import recording_objects
 from harness.runner.session import LiveSession, Session
 from harness.runner.spec import environment_spec, step_skip_reason
 from harness.runner.steps import OPERATION_ERRORS, run_step
@@ -130,7 +131,8 @@ async def run_scenario(
             try:
                 async with asyncio.timeout(scenario.timeout) as scope:
                     await setup_kymas(session, scenario)
-                    await run_steps(ctx)
+                    async with recording_objects(ctx):
+                        await run_steps(ctx)
             except TimeoutError:
                 if not scope.expired():
                     raise

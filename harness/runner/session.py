@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import ssl
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,9 +39,10 @@ from harness.kube import (
     list_objects,
     merge_patch,
     request,
+    watch_objects,
 )
 from harness.report.model import ProcessRecordLike
-from harness.scenario import KCP, ResourceRef, Selection
+from harness.scenario import KCP, ObjectWatch, ResourceRef, Selection
 from harness.scenario.expectations import gateway_stat_name
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
@@ -53,6 +55,9 @@ _KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespa
           "kymas": "Kyma", "watchers": "Watcher", "manifests": "Manifest",
           "moduletemplates": "ModuleTemplate",
           "modulereleasemetas": "ModuleReleaseMeta"}  # fmt: skip
+logger = logging.getLogger(__name__)
+WATCH_RETRY_MAX = 5.0
+"""Seconds between attempts, at most, to find the type an object watch needs."""
 REJECTION_METRICS = (
     "watcher_listener_verification_failed_total",
     "watcher_listener_events_rejected_total",
@@ -231,6 +236,14 @@ class Session(Protocol):
 
     def kubeconfig(self, cluster: str) -> Path:
         """A kubeconfig file whose current context is ``cluster`` (for ``script``)."""
+        ...
+
+    def watch(self, target: ObjectWatch) -> AsyncIterator[tuple[str, Mapping[str, Any]]]:
+        """List, then watch every object of ``target`` until the caller stops iterating:
+        ``ADDED``/``MODIFIED``/``DELETED`` with the object, and ``SYNCED`` each time a
+        (re-)list has been reported — the first one means every object that existed has
+        been. Errors (an unreachable API server, a type not yet served) are retried, not
+        raised (:func:`harness.kube.watch_objects`)."""
         ...
 
     def builtins(self) -> dict[str, Any]:
@@ -467,6 +480,29 @@ class LiveSession:
         except KubeError as exc:
             return ObjectsSeen(cluster, error=str(exc))
         return ObjectsSeen(cluster, tuple(objects))
+
+    async def watch(self, target: ObjectWatch) -> AsyncIterator[tuple[str, Mapping[str, Any]]]:
+        selection = Selection(
+            cluster=target.cluster,
+            resource=target.resource,
+            api_version=target.api_version,
+            kind=target.kind,
+            namespace=target.namespace,
+        )
+        delay = 0.1
+        while True:
+            try:
+                resource = await self.resource(target.cluster, selection)
+                break
+            except (KubeError, OSError) as exc:
+                logger.warning("object watch %s: %s; retrying in %.1f s", target.key, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, WATCH_RETRY_MAX)
+        namespace = target.namespace or None
+        async for kind, obj in watch_objects(
+            self._api(target.cluster), resource, namespace=namespace
+        ):
+            yield kind, obj
 
     def kubeconfig(self, cluster: str) -> Path:
         path = self.env.workdir / "kubeconfigs" / f"{cluster}.yaml"

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from harness.clusters.backends import in_cluster_reason, unsupported_reason
 from harness.clusters.selection import BackendChoice, backend_name
@@ -34,6 +35,7 @@ from harness.scenario import (
     RotateFault,
     Scenario,
 )
+from harness.scenario.modules import Module
 from harness.scenario.requirements import (
     derived_from_clusters,
     derived_from_operations,
@@ -114,6 +116,17 @@ def health_policy(settings: Health | None) -> Policy | None:
     return Policy(interval=settings.interval, timeout=settings.timeout, slow=settings.slow)
 
 
+def module_catalog(modules: Iterable[Module]) -> tuple[dict[str, Any], ...]:
+    """The KCP catalog objects (ModuleTemplates, ModuleReleaseMetas) of ``modules``."""
+    return tuple(
+        obj
+        for m in modules
+        for obj in catalog_fixture(
+            m.name, m.channels, install_fails=m.install == "fail", labels=m.labels
+        )
+    )
+
+
 def environment_spec(
     scenario: Scenario,
     *,
@@ -154,13 +167,7 @@ def environment_spec(
             warning=requeue.warning,
             error_max=requeue.error_max,
         ),
-        catalog=tuple(
-            obj
-            for m in scenario.modules
-            for obj in catalog_fixture(
-                m.name, m.channels, install_fails=m.install == "fail", labels=m.labels
-            )
-        ),
+        catalog=module_catalog(scenario.modules),
         klm_workers=scenario.settings.klm.concurrency,
         manifest_ready_after=scenario.settings.klm.manifest_ready_after,
         certificates=certificate_timings(scenario.settings.klm.certificates),

@@ -10,6 +10,7 @@ any later block failed.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from harness.runner.actions import describe, run_operation
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed
 from harness.scenario import Step
-from harness.scenario.bindings import bind_operation, has_references
+from harness.scenario.bindings import bind_operation, has_references, references
 from harness.scenario.values import format_duration
 from watcher.errors import WatcherError
 
@@ -35,23 +36,40 @@ class BindingFailed(HarnessError):
     """An operation was invalid once its run-time bindings were filled in."""
 
 
+GET_MODULE = "harness.cli.get"
+"""The built-in object reader ``${{ harness.get }}`` runs (``python -m harness.cli.get``)."""
+
+
+def harness_builtins() -> dict[str, str]:
+    """``harness.python`` and ``harness.get``: commands for ``script``, quoted for a shell."""
+    return {
+        "python": shlex.quote(sys.executable),
+        "get": f"{shlex.quote(sys.executable)} -m {GET_MODULE}",
+    }
+
+
 def bound(ctx: RunContext, op: object) -> object:
-    """``op`` with the run's built-in bindings (``${{ clusters.kcp.server }}``, ...) filled
-    in; the values are asked of the session only when the operation uses one."""
+    """``op`` with the run's built-in bindings (``${{ clusters.kcp.server }}``, ...) and the
+    values captured so far filled in; the built-ins are asked of the session only when the
+    operation uses one. A reference still unfilled names a value not captured yet."""
     if not isinstance(op, BaseModel) or not has_references(op):
         return op
     try:
-        values = {
-            **ctx.session.builtins(),
-            "runId": ctx.run_id,
-            "harness": {"python": sys.executable},
-        }
-        return bind_operation(op, values)
+        values = {**ctx.session.builtins(), "runId": ctx.run_id, "harness": harness_builtins()}
+        result = bind_operation(op, values, ctx.captured)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
         )
         raise BindingFailed(f"invalid once its bindings were filled in: {problems}") from None
+    missing = references(result)
+    if missing:
+        names = ", ".join(repr(n) for n in missing)
+        raise BindingFailed(
+            f"no value yet for {names}: the capture or set that gives it has not run "
+            "(an earlier step failed, was skipped, or comes later)"
+        )
+    return result
 
 
 @dataclass(frozen=True)

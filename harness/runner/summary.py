@@ -1,5 +1,5 @@
-"""Short text about a finished scenario: what a person reads first when it failed, or when
-it passed only on a retry (flaky)."""
+"""Short text about a finished scenario: what a person reads first when it failed, when it
+passed only on a retry (flaky), or why it was skipped."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ def attempt_lines(scenario: ScenarioReport) -> list[str]:
 
 def problem_lines(scenario: ScenarioReport) -> list[str]:
     """This attempt's scenario error, failed steps and failed expectations (expected vs
-    actual)."""
+    actual); for a skipped scenario, why (``skipped: ...``)."""
+    if scenario.status is Status.SKIPPED:
+        return [f"skipped: {scenario.error or 'no reason recorded'}"]
     return _problems(scenario.error, scenario.steps, scenario.expectations)
 
 

@@ -60,12 +60,19 @@ from harness.scenario.operations import (
     ScriptExpect,
     ScriptOp,
     Selection,
+    SetOp,
     WaitOp,
     WatcherChange,
     WatcherOp,
 )
 from harness.scenario.settings import Certificates, Health, Klm, Requeue, Settings
 from harness.scenario.steps import Step
+from harness.scenario.timeline import (
+    ObjectWatch,
+    Occurrence,
+    TimelineExpectation,
+    object_watches,
+)
 from harness.scenario.values import ResourceRef, format_duration, parse_duration
 from harness.scenario.watchers import DefaultWatcher, Listener, Service, WatcherDef
 
@@ -108,6 +115,8 @@ __all__ = [
     "Location",
     "MetricExpectation",
     "ObjectRef",
+    "ObjectWatch",
+    "Occurrence",
     "Operation",
     "OutputCheck",
     "Patch",
@@ -128,9 +137,11 @@ __all__ = [
     "ScriptOp",
     "Selection",
     "Service",
+    "SetOp",
     "Settings",
     "Skr",
     "Step",
+    "TimelineExpectation",
     "Truth",
     "WaitOp",
     "WatcherChange",
@@ -146,6 +157,7 @@ __all__ = [
     "load_scenarios",
     "loads_scenario",
     "loads_scenario_instances",
+    "object_watches",
     "parse_duration",
     "scenario_files",
 ]

@@ -10,8 +10,13 @@ Pure. Three kinds of names, resolved at two times:
 * **At run time** — the built-ins only a running environment knows: ``runId``,
   ``clusters.<cluster>.name|server|kubeconfig|runtimeId``, ``gateway.url|port``,
   ``listeners.<component>.url|port``, ``harness.python`` (the harness's own interpreter,
-  with its libraries, for ``script`` helpers). They stay in the text until the operation runs
-  (:func:`bind_operation`); their names are still checked at load time.
+  with its libraries, for ``script`` helpers) and ``harness.get`` (the built-in object
+  reader, ``python -m harness.cli.get``); and the **captured** names, which the run gives
+  values as it goes (``capture:`` on ``assert`` and ``script``, the ``set`` operation).
+  They stay in the text until the operation runs (:func:`bind_operation`); their names
+  are still checked at load time.
+
+References are filled in wherever they stand: in values and in mapping keys.
 
 An unknown name is a located validation error with a "did you mean" hint.
 ``${{`` is chosen because shell text in ``script`` commands uses ``$VAR`` and ``${VAR}``.
@@ -23,7 +28,7 @@ import difflib
 import hashlib
 import itertools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -32,9 +37,14 @@ from pydantic import BaseModel
 from harness.scenario.clusters import KCP, counted_skr_names
 
 REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+MALFORMED = re.compile(r"\$\{\{(?!\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\})[^}]*\}?\}?")
+"""A ``${{`` that does not open a reference (``${{ list[0] }}``, ``${{ a b }}``, unclosed)."""
 CLUSTER_FIELDS = ("name", "server", "kubeconfig", "runtimeId")
 LISTENER_FIELDS = ("url", "port")
 GATEWAY_FIELDS = ("url", "port")
+HARNESS_FIELDS = ("python", "get")
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]*"
+"""A binding's (or a captured value's) name."""
 Path = tuple[str | int, ...]
 
 
@@ -64,7 +74,7 @@ def builtin_problem(name: str, clusters: Sequence[str], components: Sequence[str
         return None
     if parts[0] == "gateway" and len(parts) == 2 and parts[1] in GATEWAY_FIELDS:
         return None
-    if parts == ["harness", "python"]:
+    if parts[0] == "harness" and len(parts) == 2 and parts[1] in HARNESS_FIELDS:
         return None
     return "unknown"
 
@@ -83,6 +93,9 @@ def substitute(
     """``value`` with every ``${{ name }}`` whose name is in ``values`` replaced; other
     names are left in place and reported to ``unknown(name, path)``."""
     if isinstance(value, str):
+        if unknown is not None:
+            for bad in MALFORMED.finditer(value):
+                unknown(bad.group(0), path)
         whole = REFERENCE.fullmatch(value.strip())
         if whole is not None and whole.group(1) in values:
             return values[whole.group(1)]
@@ -97,14 +110,65 @@ def substitute(
 
         return REFERENCE.sub(replace, value)
     if isinstance(value, dict):
-        return {
-            k: substitute(v, values, path=(*path, k), unknown=unknown) for k, v in value.items()
-        }
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = _substitute_key(k, values, path, unknown)
+            out[key] = substitute(v, values, path=(*path, k), unknown=unknown)
+        return out
     if isinstance(value, list):
         return [
             substitute(v, values, path=(*path, i), unknown=unknown) for i, v in enumerate(value)
         ]
     return value
+
+
+def _substitute_key(
+    key: Any, values: Mapping[str, Any], path: Path, unknown: Callable[[str, Path], None] | None
+) -> Any:
+    """A mapping key with its references filled in; always text (a key is a name)."""
+    if not isinstance(key, str) or "${{" not in key:
+        return key
+    filled = substitute(key, values, path=(*path, key), unknown=unknown)
+    return filled if isinstance(filled, str) else str(filled)
+
+
+# Captured names ----------------------------------------------------------------------------
+
+CAPTURING_OPERATIONS = ("assert", "script")
+"""Operations whose ``capture: {name: expression}`` gives names values during the run."""
+
+
+def captured_names(steps: Any) -> dict[str, Path]:
+    """Every name a ``capture`` (on ``assert``/``script``) or a ``set`` operation gives a
+    value during the run → where it is first given. Reads the raw YAML (before
+    validation), so it tolerates anything malformed: the model reports that."""
+    found: dict[str, Path] = {}
+    if not isinstance(steps, list):
+        return found
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        for block in ("try", "catch", "finally"):
+            ops = step.get(block)
+            if not isinstance(ops, list):
+                continue
+            for j, op in enumerate(ops):
+                for key, names in _names_given(op):
+                    for name in names:
+                        found.setdefault(name, ("steps", i, block, j, key))
+    return found
+
+
+def _names_given(op: Any) -> Iterator[tuple[str, list[str]]]:
+    if not isinstance(op, dict) or len(op) != 1:
+        return
+    key, body = next(iter(op.items()))
+    if key == "set" and isinstance(body, dict):
+        yield key, [k for k in body if isinstance(k, str)]
+    elif key in CAPTURING_OPERATIONS and isinstance(body, dict):
+        capture = body.get("capture")
+        if isinstance(capture, dict):
+            yield key, [k for k in capture if isinstance(k, str)]
 
 
 # Load time ---------------------------------------------------------------------------------
@@ -192,11 +256,10 @@ def _scope(
         problems.append(BindingProblem(path, "bindings is a mapping of name: value"))
         return scope
     for key, value in bindings.items():
-        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key):
+        if not isinstance(key, str) or not re.fullmatch(NAME_PATTERN, key):
             problems.append(
                 BindingProblem(
-                    (*path, str(key)),
-                    f"binding name {key!r} is not a name ([A-Za-z_][A-Za-z0-9_-]*)",
+                    (*path, str(key)), f"binding name {key!r} is not a name ({NAME_PATTERN})"
                 )
             )
             continue
@@ -218,10 +281,37 @@ def resolve_load_time(
     known = [*scope, "runId", *(f"clusters.{c}.{f}" for c in clusters for f in CLUSTER_FIELDS)]
     known += [f"listeners.{c}.{f}" for c in components for f in LISTENER_FIELDS]
     known += [f"gateway.{f}" for f in GATEWAY_FIELDS]
-    known.append("harness.python")
+    known += [f"harness.{f}" for f in HARNESS_FIELDS]
+    captured = captured_names(data.get("steps"))
+    for name, where in captured.items():
+        if name in scope or is_builtin(name):
+            problems.append(
+                BindingProblem(
+                    where,
+                    f"{name!r} is already a binding; a captured name must be new",
+                    "choose another name",
+                )
+            )
+        elif not re.fullmatch(NAME_PATTERN, name):
+            problems.append(
+                BindingProblem(where, f"captured name {name!r} is not a name ({NAME_PATTERN})")
+            )
+    known += list(captured)
 
     def unknown_in(names: Sequence[str]) -> Callable[[str, Path], None]:
         def report(name: str, at: Path) -> None:
+            if name.startswith("${{"):
+                problems.append(
+                    BindingProblem(
+                        at,
+                        f"{name!r} is not a reference",
+                        "write ${{ name }} with a binding, matrix.<key>, a built-in or a "
+                        f"captured name ({NAME_PATTERN} and dots); no indexes or expressions",
+                    )
+                )
+                return
+            if name in captured or name.split(".")[0] in captured:
+                return  # given a value during the run
             if is_builtin(name):
                 problem = builtin_problem(name, clusters, components)
                 if problem is None:
@@ -281,10 +371,23 @@ def has_references(op: BaseModel) -> bool:
     return "${{" in op.model_dump_json(by_alias=True)
 
 
-def bind_operation(op: M, builtins: Mapping[str, Any]) -> M:
-    """``op`` with the run-time built-ins substituted (validated again), or ``op`` itself
-    when it uses none."""
+def bind_operation(
+    op: M, builtins: Mapping[str, Any], captured: Mapping[str, Any] | None = None
+) -> M:
+    """``op`` with the run-time built-ins and the values captured so far substituted
+    (validated again), or ``op`` itself when it uses none. A captured value keeps its type
+    where a string is exactly its reference; ``${{ name.key }}`` reaches into a captured
+    map."""
     if not has_references(op):
         return op
+    values = flatten(builtins)
+    if captured:
+        values.update(flatten(captured))
+        values.update(captured)
     data = op.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return type(op).model_validate(substitute(data, flatten(builtins)))
+    return type(op).model_validate(substitute(data, values))
+
+
+def references(op: BaseModel) -> list[str]:
+    """The names ``op`` still refers to (after binding: the ones that had no value)."""
+    return sorted(set(REFERENCE.findall(op.model_dump_json(by_alias=True))))

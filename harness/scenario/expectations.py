@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from harness.scenario.reconciles import Outcomes, ReconcileTrigger
+from harness.scenario.timeline import TimelineExpectation
 from harness.scenario.values import DnsLabel, Duration, Labels, Model, PositiveDuration, Text
 
 DEFAULT_WITHIN = 10.0
@@ -86,27 +88,20 @@ class Truth(Model):
 
 class ReconcileExpectation(_Counted):
     """Reconciles of a KCP Kyma (``name`` or ``namespace/name``) by the Lifecycle Manager,
-    optionally only those with one ``trigger`` and/or one ``outcome``, and only those that
-    started at most ``startedWithin`` after their first trigger (a reconcile is counted
-    once it has finished; this bounds how long it waited in the queue)."""
+    optionally only those with one ``trigger`` and/or an ``outcome`` (one, or a list of
+    alternatives: ``[error, warning]``), and only those that started at most
+    ``startedWithin`` after their first trigger (a reconcile is counted once it has
+    finished; this bounds how long it waited in the queue)."""
 
     kyma: Text
-    trigger: (
-        Literal[
-            "startup",
-            "requeue-timer",
-            "watch-event",
-            "kyma-created",
-            "kyma-changed",
-            "manifest-changed",
-            "certificate-renewed",
-            "watcher-health",
-            "watcher-recovered",
-        ]
-        | None
-    ) = None
-    outcome: Literal["success", "busy", "warning", "error", "skipped"] | None = None
+    trigger: ReconcileTrigger | None = None
+    outcome: Outcomes | None = None
     started_within: Duration | None = None
+
+    @property
+    def outcomes(self) -> frozenset[str] | None:
+        """The outcomes counted (``None``: any)."""
+        return None if self.outcome is None else frozenset(self.outcome)
 
 
 class RejectionExpectation(_Counted):
@@ -216,6 +211,8 @@ class Expect(Model):
     metrics: tuple[MetricExpectation, ...] = ()
     latency: Latency | None = None
     writes: WriteLatency | None = None
+    timeline: tuple[TimelineExpectation, ...] = ()
+    """Order and distance of two occurrences each (:mod:`harness.scenario.timeline`)."""
 
     @model_validator(mode="after")
     def _something(self) -> Expect:
@@ -227,10 +224,11 @@ class Expect(Model):
             or self.metrics
             or self.latency
             or self.writes
+            or self.timeline
         ):
             raise ValueError(
                 "expect needs at least one of events, truth, reconciles, rejections, "
-                "metrics, latency, writes"
+                "metrics, latency, writes, timeline"
             )
         return self
 

@@ -126,7 +126,7 @@ def loads_scenario_instances(
 ) -> list[Scenario]:
     """Parse, expand the ``matrix``, substitute bindings and validate every instance."""
     node, data = _parse(text, source)
-    if not isinstance(data, dict) or ("matrix" not in data and "bindings" not in data):
+    if not isinstance(data, dict):
         return [_validated(node, data, source, base_dir)]
     combos, problems = instances(data.get("matrix"))
     if problems:

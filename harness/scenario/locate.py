@@ -30,6 +30,7 @@ from harness.scenario.operations import (
 )
 from harness.scenario.references import Loc, ReferenceProblems
 from harness.scenario.steps import Step
+from harness.scenario.timeline import TIMELINE_FAULT_TARGET_PATTERN
 
 _NAMED_SECTIONS: dict[tuple[str, ...], tuple[str, str]] = {
     ("steps",): ("step", "name"),
@@ -191,6 +192,9 @@ _PATTERNS = {
     FAULT_TARGET_PATTERN: "gateway, listener/<component>, webhook/<skr> or apiserver/<cluster>",
     TARGET_PATTERN: "gateway, klm, listener/<component>, webhook/<skr> or apiserver/<cluster>",
     SELECTION_CLUSTER_PATTERN: 'a cluster name, or "*" for every SKR',
+    TIMELINE_FAULT_TARGET_PATTERN: (
+        "gateway, kcp, certificates, listener/<component>, webhook/<skr> or apiserver/<cluster>"
+    ),
     METRIC_NAME_PATTERN: "a Prometheus metric name",
 }
 _EXPECTED = {

@@ -57,3 +57,9 @@ def instance_names(scenario: Scenario, run_id: str) -> InstanceNames:
         clusters=MappingProxyType(clusters),
         labels=MappingProxyType({RUN_LABEL: run}),
     )
+
+
+def kubeconfig_variable(cluster: str) -> str:
+    """The environment variable a ``script`` finds ``cluster``'s kubeconfig file in:
+    ``skr-a`` → ``KUBECONFIG_SKR_A``."""
+    return "KUBECONFIG_" + cluster.upper().replace("-", "_")

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from harness.faults import Fault, parse_fault
-from harness.matching.objects import check_expressions
+from harness.matching.objects import check_expressions, expression_problem
 from harness.matching.output import regex_problem
 from harness.scenario.clusters import CertificateKind
-from harness.scenario.expectations import Expect
+from harness.scenario.expectations import Count, Expect
 from harness.scenario.values import (
     RESOURCE_SCHEMA_EXTRA,
     DnsLabel,
@@ -359,25 +359,63 @@ class Selection(_Selecting):
         return f"{what} {where}{which or '*'} on {cluster}"
 
 
+def capture_problem(capture: dict[str, str]) -> str | None:
+    """Why a ``capture`` mapping (name → JMESPath) is invalid, or ``None``."""
+    for name, expression in capture.items():
+        if not expression.strip():
+            return f"capture.{name}: the expression is empty"
+        problem = expression_problem(f"({expression})")
+        if problem is not None:
+            return f"capture.{name}: {problem}"
+    return None
+
+
+Capture = dict[str, str]
+"""``capture: {name: expression}``: each name gets the JMESPath ``expression``'s value
+(over the matching object, or a command's JSON output) for the rest of the run, as
+``${{ name }}``."""
+
+
 class Assert(Selection):
     """``assert``: poll until a selected object matches ``match`` (a partial object tree:
-    maps as subsets, scalars equal, lists item by item; ``$anyOrder`` / ``$contains`` list
-    forms; ``(jmespath)`` keys compute a value) on the cluster — on each SKR for
-    ``cluster: "*"`` — or ``within`` ends. As ``error``: holds when no selected object
-    matches (also when none exists). ``match: {}`` only asks that one exists."""
+    maps as subsets, scalars equal, lists item by item; ``$anyOrder`` / ``$contains`` /
+    ``$oneOf`` forms; ``(jmespath)`` keys compute a value) on the cluster — on each SKR
+    for ``cluster: "*"`` — or ``within`` ends. ``count`` asks how many selected objects
+    match (on each cluster), instead of at least one. ``capture`` keeps values of the
+    (first) matching object as bindings for later operations. As ``error``: holds when
+    no selected object matches (also when none exists). ``match: {}`` only asks that one
+    exists."""
 
     match: dict[str, Any] = Field(default_factory=dict)
     within: PositiveDuration = 10.0
+    count: Count | None = None
+    capture: Capture = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _expressions(self) -> Assert:
-
         problems = check_expressions(self.match)
         if problems:
             path, problem = problems[0]
             where = "match" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
             raise ValueError(f"{where}: {problem}")
+        if (capture := capture_problem(self.capture)) is not None:
+            raise ValueError(capture)
+        if self.capture and self.cluster == EVERY_SKR:
+            raise ValueError(
+                'capture needs one cluster, not "*": each SKR would give its own value'
+            )
+        if self.capture and self.bounds[1] == 0:
+            raise ValueError("capture needs a matching object; this count allows none")
         return self
+
+    @property
+    def bounds(self) -> tuple[int, int | None]:
+        """(at least, at most or ``None``) matching objects per cluster."""
+        if self.count is None:
+            return (1, None)
+        if self.count.exactly is not None:
+            return (self.count.exactly, self.count.exactly)
+        return (self.count.at_least or 0, self.count.at_most)
 
 
 class OutputCheck(Model):
@@ -407,22 +445,35 @@ class ScriptExpect(Model):
     stderr: OutputCheck | None = None
 
 
+DEFAULT_SCRIPT_INTERVAL = 1.0
+
+
 class Script(Model):
     """Run ``command`` (an argv list, or a string for ``/bin/sh -c``) with ``env`` added to
     the harness's environment plus ``KUBECONFIG_<CLUSTER>`` (e.g. ``KUBECONFIG_SKR_A``) per
     cluster; killed after ``timeout``. ``expect``: the exit code (default 0) and checks on
-    stdout/stderr. The output goes into the report (truncated; full in the logs)."""
+    stdout/stderr. With ``within``, the command runs again every ``interval`` until
+    ``expect`` holds or ``within`` has passed (a poll without a hand-written loop).
+    ``capture`` keeps values of the JSON stdout (JMESPath) as bindings. The (last run's)
+    output goes into the report (truncated; full in the logs)."""
 
     command: tuple[str, ...] | str
     timeout: PositiveDuration = 30.0
     env: dict[str, str] = Field(default_factory=dict)
     expect: ScriptExpect = Field(default_factory=ScriptExpect)
+    within: PositiveDuration | None = None
+    interval: PositiveDuration = DEFAULT_SCRIPT_INTERVAL
+    capture: Capture = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _command(self) -> Script:
         empty = not self.command if isinstance(self.command, tuple) else not self.command.strip()
         if empty:
             raise ValueError("command must not be empty")
+        if (problem := capture_problem(self.capture)) is not None:
+            raise ValueError(problem)
+        if "interval" in self.model_fields_set and self.within is None:
+            raise ValueError("interval is for polling: give within too")
         return self
 
 
@@ -504,6 +555,14 @@ class AssertOp(Model):
 class ErrorOp(Model):
     error: Assert
 
+    @model_validator(mode="after")
+    def _no_count_or_capture(self) -> ErrorOp:
+        if self.error.count is not None:
+            raise ValueError("error holds when no object matches; count is for assert")
+        if self.error.capture:
+            raise ValueError("error matches no object, so it has nothing to capture")
+        return self
+
 
 class ScriptOp(Model):
     script: Script
@@ -511,6 +570,14 @@ class ScriptOp(Model):
 
 class CollectOp(Model):
     collect: Collect
+
+
+class SetOp(Model):
+    """``set: {name: value}``: give names values for the rest of the run (``${{ name }}``),
+    with the run's bindings and captured values filled in — e.g. a value made of several
+    captured ones. Values keep their YAML type."""
+
+    set_: dict[str, Any] = Field(alias="set", min_length=1)
 
 
 OPERATIONS: dict[str, type[Model]] = {
@@ -527,6 +594,7 @@ OPERATIONS: dict[str, type[Model]] = {
     "error": ErrorOp,
     "script": ScriptOp,
     "collect": CollectOp,
+    "set": SetOp,
 }
 
 
@@ -553,6 +621,7 @@ Operation = Annotated[
     | Annotated[AssertOp, Tag("assert")]
     | Annotated[ErrorOp, Tag("error")]
     | Annotated[ScriptOp, Tag("script")]
-    | Annotated[CollectOp, Tag("collect")],
+    | Annotated[CollectOp, Tag("collect")]
+    | Annotated[SetOp, Tag("set")],
     Discriminator(operation_key),
 ]

@@ -35,6 +35,7 @@ from harness.scenario.operations import (
 )
 from harness.scenario.settings import Settings
 from harness.scenario.steps import Step
+from harness.scenario.timeline import Occurrence, TimelineExpectation
 from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE, AnyWatcher, Listener
 from watcher.health.heartbeat import MANAGER as HEALTH_MANAGER
 
@@ -275,6 +276,9 @@ class _Checker:
         elif isinstance(op, ScriptOp):
             here = (*loc, "script", "script", "timeout")
             self.bounded(here, "timeout", op.script.timeout, step_timeout)
+            if op.script.within is not None:
+                here = (*loc, "script", "script", "within")
+                self.bounded(here, "within", op.script.within, step_timeout)
 
     def bounded(self, loc: Loc, what: str, seconds: float, step_timeout: float) -> None:
         if seconds > step_timeout:
@@ -358,6 +362,53 @@ class _Checker:
             self.manager((*loc, "latency", "manager"), e.latency.manager)
         if e.writes is not None and e.writes.cluster is not None:
             self.cluster((*loc, "writes", "cluster"), e.writes.cluster, skr_only=True)
+        for k, entry in enumerate(e.timeline):
+            self.timeline((*loc, "timeline", k), entry)
+
+    def timeline(self, loc: Loc, entry: TimelineExpectation) -> None:
+        """The clusters, managers, Kymas, steps and fault targets a ``timeline`` entry's
+        ``first`` and ``then`` name."""
+        for end in ("first", "then"):
+            occurrence: Occurrence = getattr(entry, end)
+            here: Loc = (*loc, end, occurrence.key)
+            if occurrence.object is not None:
+                self.cluster((*here, "cluster"), occurrence.object.cluster)
+            elif occurrence.write is not None and occurrence.write.cluster is not None:
+                self.cluster((*here, "cluster"), occurrence.write.cluster)
+            elif occurrence.event is not None:
+                ev = occurrence.event
+                self.manager((*here, "manager"), ev.manager)
+                if ev.cluster is not None:
+                    self.cluster((*here, "cluster"), ev.cluster, skr_only=True)
+                if ev.runtime_id is not None and ev.cluster is not None:
+                    self.add(Problem((*here, "runtimeId"), "give cluster or runtimeId, not both"))
+                elif ev.runtime_id is not None:
+                    runtime_ids = {s.runtime_id for s in self.skrs.values()}
+                    if ev.runtime_id not in runtime_ids:
+                        self.add(
+                            _unknown(
+                                (*here, "runtimeId"),
+                                "runtime id",
+                                ev.runtime_id,
+                                runtime_ids,
+                                "runtime ids",
+                            )
+                        )
+            elif occurrence.reconcile is not None:
+                kyma = occurrence.reconcile.kyma
+                if kyma not in self.kcp_kymas:
+                    names = {n for n in self.kcp_kymas if "/" not in n}
+                    self.add(_unknown((*here, "kyma"), "KCP Kyma", kyma, names, "KCP Kymas"))
+            elif occurrence.step is not None:
+                steps = {step.name for step in self.s.steps}
+                if occurrence.step.name not in steps:
+                    self.add(
+                        _unknown((*here, "name"), "step", occurrence.step.name, steps, "steps")
+                    )
+            elif occurrence.fault is not None and occurrence.fault.target is not None:
+                target = occurrence.fault.target
+                if target not in ("gateway", "kcp", "certificates"):
+                    self.target((*here, "target"), target, allow_apiserver=True)
 
 
 def _applied_kcp_kymas(steps: Iterable[Step]) -> Iterable[str]:

@@ -16,7 +16,7 @@ from prometheus_client import generate_latest
 
 from watcher.health import cli as health_cli
 from watcher.health.heartbeat import next_delay, phase
-from watcher.health.monitor import HealthMonitor, HeartbeatWriteError
+from watcher.health.monitor import HealthMonitor, HeartbeatNotAdmitted, HeartbeatWriteError
 from watcher.health.state import Policy, Reason, RuntimeHealth, State
 from watcher.listener.verify import Rejection
 
@@ -128,16 +128,70 @@ async def test_echoes_without_a_heartbeat_out_are_ignored_and_removed_runtimes_l
         assert monitor.metrics.value("watcher_health_runtimes", {"state": "Healthy"}) == 0
 
 
-async def test_a_hanging_write_fails_by_the_timeout() -> None:
+async def test_a_hanging_write_fails_by_the_write_timeout() -> None:
     async def hang(runtime_id: str, seq: int) -> None:
         await asyncio.sleep(60)
 
-    async with HealthMonitor(hang, policy=POLICY) as monitor:
+    policy = Policy(interval=0.3, timeout=0.1, write_timeout=0.2)
+    async with HealthMonitor(hang, policy=policy) as monitor:
         monitor.add("r")
-        await until(lambda: monitor.health("r").state is State.BROKEN)  # type: ignore[union-attr]
+
+        def failed() -> bool:
+            health = monitor.health("r")
+            return health is not None and health.reason is Reason.SKR_WRITE_FAILED
+
+        await until(failed)
         health = monitor.health("r")
         assert health is not None
-        assert (health.reason, health.detail) == (Reason.SKR_WRITE_FAILED, "timeout")
+        assert (health.state, health.detail) == (State.DEGRADED, "timeout")  # at once
+        await until(lambda: monitor.health("r").state is State.BROKEN)  # type: ignore[union-attr]
+        assert monitor.health("r").reason is Reason.SKR_WRITE_FAILED  # type: ignore[union-attr]
+
+
+async def test_a_write_the_admission_chain_holds_is_written_not_failed() -> None:
+    """A webhook that delivers inside the admission call (upstream's) holds the heartbeat
+    write while it retries a broken KCP path, then the API server admits it: NoEvent, with
+    the write's time, not SkrWriteFailed. The one that answers late but delivers is
+    Healthy; a webhook call that failed (failurePolicy Fail) counts as written too."""
+    delivered = {"held-echo"}
+    monitor: HealthMonitor | None = None
+
+    async def write(runtime_id: str, seq: int) -> None:
+        assert monitor is not None
+        if runtime_id == "not-admitted":
+            raise HeartbeatNotAdmitted("webhook w.example.com timed out")
+        await asyncio.sleep(0.25)  # past the 0.1 s echo deadline, within write_timeout
+        if runtime_id in delivered:
+            monitor.echo(runtime_id)
+
+    monitor = HealthMonitor(write, policy=POLICY)
+    async with monitor:
+        for rid in ("held", "held-echo", "not-admitted"):
+            monitor.add(rid)
+
+        def health(rid: str) -> RuntimeHealth:
+            h = monitor.health(rid) if monitor is not None else None
+            assert h is not None
+            return h
+
+        await until(lambda: health("held").state is State.BROKEN and bool(health("held").detail))
+        await until(lambda: health("not-admitted").state is State.BROKEN)
+        assert health("held").reason is Reason.NO_EVENT
+        assert health("held").detail.startswith("write took 0.")
+        assert (health("not-admitted").reason, health("not-admitted").detail) == (
+            Reason.NO_EVENT,
+            "webhook w.example.com timed out",
+        )
+        await until(lambda: health("held-echo").last_received is not None)
+        assert health("held-echo").state is State.HEALTHY  # late echoes: it delivers
+        assert monitor.metrics.value("watcher_health_heartbeat_write_failures_total") == 0
+        labels = {"runtime_id": "held", "state": "Broken", "reason": "NoEvent"}
+        assert (
+            monitor.metrics.value(
+                "watcher_health_state", {**labels, "detail": health("held").detail}
+            )
+            == 1
+        )
 
 
 def test_heartbeats_spread_over_the_interval_and_jitter_only_shortens() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -27,23 +28,25 @@ POLICY = Policy(interval=10.0, timeout=2.0)
 class Beat:
     """One heartbeat round: what happened to heartbeat ``n`` sent at ``10 n``."""
 
-    outcome: str  # echo | late | lost | refused | write-failed
+    outcome: str  # echo | late | lost | held | refused | write-failed
     delay: float
 
 
+OUTCOMES = ["echo", "late", "lost", "held", "refused", "write-failed"]
 beats = st.lists(
-    st.builds(
-        Beat,
-        st.sampled_from(["echo", "late", "lost", "refused", "write-failed"]),
-        st.floats(min_value=0.001, max_value=1.5),
-    ),
+    st.builds(Beat, st.sampled_from(OUTCOMES), st.floats(min_value=0.001, max_value=1.5)),
     min_size=1,
     max_size=25,
 )
+HELD = 6.0
+"""How long a ``held`` heartbeat's write takes: past its deadline, before the next one."""
 
 
-def run(rounds: list[Beat], policy: Policy = POLICY) -> list[RuntimeHealth]:
-    """Every state the monitor passes through, heartbeat by heartbeat."""
+def run(rounds: list[Beat], policy: Policy = POLICY, *, writes: bool = True) -> list[RuntimeHealth]:
+    """Every state the monitor passes through, heartbeat by heartbeat. Each heartbeat's
+    write returns (``written``) right after it is sent, but a ``held`` one's only after
+    ``HELD`` s, past its deadline, with no echo: a webhook that holds the admission while
+    it retries a broken KCP path. ``writes=False`` leaves the ``written`` observations out."""
     health, seen = RuntimeHealth(), []
     for n, beat in enumerate(rounds, start=1):
         sent = n * policy.interval
@@ -51,8 +54,17 @@ def run(rounds: list[Beat], policy: Policy = POLICY) -> list[RuntimeHealth]:
         seen.append(health)
         if beat.outcome == "write-failed":
             health = observe(health, Observation("write-failed", n, sent, "503"), policy)
+        elif beat.outcome == "held":
+            health = observe(health, Observation("sent", n, sent), policy)
+            health = tick(health, policy.deadline(sent), policy)
+            seen.append(health)
+            if writes:
+                note = f"write took {HELD:.1f} s"
+                health = observe(health, Observation("written", n, sent + HELD, note), policy)
         else:
             health = observe(health, Observation("sent", n, sent), policy)
+            if writes:
+                health = observe(health, Observation("written", n, sent + 0.0005), policy)
             if beat.outcome == "echo":
                 health = observe(health, Observation("received", n, sent + beat.delay), policy)
             elif beat.outcome == "refused":
@@ -82,7 +94,7 @@ def test_a_single_late_heartbeat_does_not_flap(before: int, after: int) -> None:
     assert not any(h.recovered for h in run(rounds))
 
 
-@given(beats, st.sampled_from(["lost", "refused", "write-failed"]))
+@given(beats, st.sampled_from(["lost", "held", "refused", "write-failed"]))
 def test_two_missed_heartbeats_are_broken_with_the_evidence_as_reason(
     rounds: list[Beat], failure: str
 ) -> None:
@@ -92,11 +104,53 @@ def test_two_missed_heartbeats_are_broken_with_the_evidence_as_reason(
     assert last.state is State.BROKEN
     expected = {
         "lost": Reason.NO_EVENT,
+        "held": Reason.NO_EVENT,  # written, slowly: not a failed write
         "refused": Reason.EVENT_REFUSED,
         "write-failed": Reason.SKR_WRITE_FAILED,
     }[failure]
     # a heartbeat lost without evidence keeps the streak's earlier evidence as its reason
-    assert last.reason is expected or (failure == "lost" and last.reason is not Reason.NO_EVENT)
+    without_evidence = failure in ("lost", "held")
+    assert last.reason is expected or (without_evidence and last.reason is not Reason.NO_EVENT)
+
+
+@given(beats)
+def test_a_written_heartbeat_changes_no_state_only_the_detail_of_no_event(
+    rounds: list[Beat],
+) -> None:
+    """Whether and when writes return decides nothing: the echo (or its absence) does. A
+    write held past the deadline is no failed write; its time explains ``NoEvent``."""
+    with_writes, without = run(rounds), run(rounds, writes=False)
+    assert len(with_writes) == len(without)
+    for a, b in zip(with_writes, without, strict=True):
+        assert (a.state, a.reason, a.misses, a.recovered) == (
+            b.state,
+            b.reason,
+            b.misses,
+            b.recovered,
+        )
+        if a.detail != b.detail:
+            assert a.reason is Reason.NO_EVENT and a.detail == f"write took {HELD:.1f} s"
+
+
+def test_a_held_write_is_no_event_with_its_time_and_an_echo_clears_it() -> None:
+    history = run([Beat("echo", 0.01), Beat("held", 0.0), Beat("held", 0.0)])
+    broken = history[-1]
+    assert (broken.state, broken.reason, broken.detail) == (
+        State.BROKEN,
+        Reason.NO_EVENT,
+        "write took 6.0 s",
+    )
+    # a quick write after it says nothing more: the newest write is what NoEvent tells
+    sent = observe(broken, Observation("sent", 4, 40.0), POLICY)
+    quick = observe(sent, Observation("written", 4, 40.01), POLICY)
+    assert (quick.state, quick.reason, quick.detail) == (State.BROKEN, Reason.NO_EVENT, "")
+    late = observe(quick, Observation("written", 3, 40.02, "write took 9.0 s"), POLICY)
+    assert late.detail == ""  # an older write's answer arriving late changes nothing
+    back = observe(quick, Observation("received", 4, 40.1), POLICY)
+    assert (back.state, back.written, back.recovered) == (State.HEALTHY, None, True)
+    # its write's answer after its echo (an async webhook answers before it delivers)
+    after = observe(back, Observation("written", 4, 40.2, "write took 0.2 s"), POLICY)
+    assert after == dataclasses.replace(back, recovered=False)
 
 
 @given(beats)
@@ -139,7 +193,8 @@ def test_explicit_evidence_degrades_at_once_and_a_slow_round_trip_too() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"interval": 0}, "interval and timeout must be positive"),
+        ({"interval": 0}, "interval, timeout and write_timeout must be positive"),
+        ({"write_timeout": 0}, "write_timeout must be positive"),
         ({"interval": 5, "timeout": 5}, "must be shorter than the interval"),
         ({"recovery_factor": 0}, "recovery_factor"),
         ({"broken_after": 1}, "at least 2"),

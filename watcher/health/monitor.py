@@ -6,9 +6,14 @@ each heartbeat event, and ``refused`` as the listener's rejection observer. The 
 
 * writes each runtime's heartbeat through ``writer`` (the operator's SKR client) at the
   runtime's phase, then every probe interval (halved while the runtime is not well) with
-  jitter, at most ``max_in_flight`` writes at a time, each bounded by the policy timeout;
-* folds sent / echoed / refused / failed-write evidence and the passing of deadlines into
-  each runtime's :class:`~watcher.health.state.RuntimeHealth` (pure rules, ``state``);
+  jitter, at most ``max_in_flight`` writes at a time, each bounded by the policy's
+  ``write_timeout`` (longer than the SKR's admission webhook timeout: a webhook that
+  delivers inside the admission call holds the write while the KCP path is broken, and
+  that is a written heartbeat without an echo, not a failed write);
+* folds sent / written / echoed / refused / failed-write evidence and the passing of
+  deadlines into each runtime's :class:`~watcher.health.state.RuntimeHealth` (pure rules,
+  ``state``); a write that returned after the heartbeat's echo deadline leaves its time
+  as ``NoEvent``'s detail (``write took 6.1 s``);
 * calls ``on_transition(runtime_id, before, after)`` when a runtime's state or reason
   changes — ``after.recovered`` marks the way back to Healthy, when the operator should
   reconcile that runtime once to act on what its watcher missed;
@@ -50,7 +55,9 @@ logger = logging.getLogger("watcher.health")
 HeartbeatWriter = Callable[[str, int], Awaitable[None]]
 """``(runtime_id, seq)`` → the heartbeat is in that runtime's SKR. Raise
 :class:`HeartbeatWriteError` with a short reason (it becomes a metric label) when not;
-any other exception counts as a failed write too, described by its type."""
+:class:`HeartbeatNotAdmitted` when the SKR's API server took the write but calling an
+admission webhook failed; any other exception counts as a failed write too, described by
+its type."""
 
 Transition = Callable[[str, RuntimeHealth, RuntimeHealth], None]
 
@@ -58,6 +65,15 @@ Transition = Callable[[str, RuntimeHealth, RuntimeHealth], None]
 class HeartbeatWriteError(Exception):
     """The SKR did not take the heartbeat; ``str()`` is a short, bounded reason
     (``unreachable``, ``401 Unauthorized``, ``timeout``, ...)."""
+
+
+class HeartbeatNotAdmitted(Exception):
+    """The SKR's API server took the heartbeat into its admission chain, but calling an
+    admission webhook failed there (``failurePolicy: Fail``: the webhook timed out, was
+    unreachable, ...). The SKR is reachable and writable; the heartbeat got as far as
+    the watcher's side of the path, which did not work: it is judged like a written
+    heartbeat whose echo does not come (``NoEvent``), not as a failed write. ``str()``
+    is a short, bounded detail."""
 
 
 @dataclass
@@ -233,16 +249,29 @@ class HealthMonitor:
         task.add_done_callback(self._writes.discard)
 
     async def _write(self, runtime_id: str, seq: int) -> None:
+        took = 0.0
         try:
-            async with self._slots, asyncio.timeout(self.policy.timeout):
+            async with self._slots, asyncio.timeout(self.policy.write_timeout):
+                started = self._clock()
                 await self._writer(runtime_id, seq)
+                took = self._clock() - started
         except TimeoutError:
             self._write_failed(runtime_id, seq, "timeout")
+        except HeartbeatNotAdmitted as exc:
+            self._written(runtime_id, seq, str(exc) or "not admitted")
         except HeartbeatWriteError as exc:
             self._write_failed(runtime_id, seq, str(exc) or "failed")
         except Exception as exc:  # the writer's bug or an unexpected client error
             logger.debug("heartbeat write to %s failed", runtime_id, exc_info=True)
             self._write_failed(runtime_id, seq, type(exc).__name__)
+        else:
+            # past the echo deadline: what held the write (the admission chain) is worth
+            # naming; a quick write says nothing
+            note = f"write took {took:.1f} s" if took > self.policy.timeout else ""
+            self._written(runtime_id, seq, note)
+
+    def _written(self, runtime_id: str, seq: int, note: str) -> None:
+        self._apply(runtime_id, Observation("written", seq, self._clock(), note))
 
     def _write_failed(self, runtime_id: str, seq: int, reason: str) -> None:
         self.metrics.write_failures.inc()
@@ -298,4 +327,10 @@ class HealthMonitor:
         await self.stop()
 
 
-__all__ = ["HealthMonitor", "HeartbeatWriteError", "HeartbeatWriter", "Transition"]
+__all__ = [
+    "HealthMonitor",
+    "HeartbeatNotAdmitted",
+    "HeartbeatWriteError",
+    "HeartbeatWriter",
+    "Transition",
+]

@@ -3,8 +3,9 @@
 The KCP writes a heartbeat (a sequence number) into each SKR at an interval; the SKR's
 admission chain → webhook → gateway → listener bring it back as a normal WatchEvent. What
 the monitor learns about one runtime is a stream of :class:`Observation`\\ s — a heartbeat
-sent, its echo received, refused at the listener, the SKR write failed — and the passing
-of time. :func:`observe` and :func:`tick` fold them into a :class:`RuntimeHealth`:
+sent, its SKR write returned (written), its echo received, refused at the listener, the SKR
+write failed — and the passing of time. :func:`observe` and :func:`tick` fold them into a
+:class:`RuntimeHealth`:
 
 * a heartbeat counts as **missed** when no echo of it (or of a later one) arrived within
   ``timeout`` of sending it, and at once when its SKR write failed or the listener
@@ -19,9 +20,12 @@ of time. :func:`observe` and :func:`tick` fold them into a :class:`RuntimeHealth
   refused it), or when the last round trip was slower than ``slow``;
 * **Broken** from ``broken_after`` (2) consecutive misses;
 * the **reason** names the evidence of the current streak: ``SkrWriteFailed`` (the SKR
-  could not be written: unreachable, credentials), ``EventRefused`` (the listener said
-  why: SAN mismatch, untrusted proxy, ...), else ``NoEvent`` (written, but nothing came
-  back: webhook, VWC, certificate, network, gateway or route);
+  could not be written: unreachable, credentials, refused), ``EventRefused`` (the listener
+  said why: SAN mismatch, untrusted proxy, ...), else ``NoEvent`` (written, but nothing
+  came back: webhook, VWC, certificate, network, gateway or route). A write the SKR's
+  admission chain held (a webhook delivering inside the admission call, retrying a broken
+  KCP path) is *written*, not failed: the SKR took it, the watcher could not deliver it.
+  What the newest write said (``write took 6.1 s``) is ``NoEvent``'s detail;
 * ``recovered`` is true on the one transition from Degraded/Broken back to Healthy — the
   moment an operator reconciles the runtime's Kyma once to catch up what it missed.
 
@@ -52,13 +56,14 @@ class Reason(StrEnum):
     EVENT_REFUSED = "EventRefused"
 
 
-ObservationKind = Literal["sent", "received", "refused", "write-failed"]
+ObservationKind = Literal["sent", "written", "received", "refused", "write-failed"]
 
 
 @dataclass(frozen=True)
 class Observation:
     """One piece of evidence about a runtime's heartbeat ``seq`` at time ``at`` (seconds);
-    ``detail`` says more (the listener's rejection reason, the SKR write's error)."""
+    ``detail`` says more (the listener's rejection reason, the SKR write's error, how a
+    write that went through took long: ``written``)."""
 
     kind: ObservationKind
     seq: int
@@ -72,17 +77,26 @@ class Policy:
     missed; ``broken_after`` consecutive misses make it Broken; a round trip above
     ``slow`` (None: never) makes it Degraded. A runtime that is not well is probed every
     ``interval * recovery_factor``, so it is back to Healthy within one interval of the
-    fix (a whole interval plus the round trip would not be)."""
+    fix (a whole interval plus the round trip would not be).
+
+    ``write_timeout`` bounds one heartbeat write; only a write that did not return within
+    it counts as failed (``timeout``). It must outlast the SKR's admission webhook
+    timeout (``timeoutSeconds``, 15 s as KLM renders it): a webhook that delivers inside
+    the admission call (upstream's; ours with ``WATCHER_DELIVERY_MODE=sync``) holds the
+    write while it retries a broken KCP path, and the API server then admits it anyway
+    (``failurePolicy: Ignore``). Such a write is written; its missing echo is judged by
+    ``timeout`` like any other."""
 
     interval: float = 60.0
     timeout: float = 5.0
     broken_after: int = 2
     slow: float | None = None
     recovery_factor: float = 0.5
+    write_timeout: float = 20.0
 
     def __post_init__(self) -> None:
-        if self.interval <= 0 or self.timeout <= 0:
-            raise ValueError("interval and timeout must be positive")
+        if self.interval <= 0 or self.timeout <= 0 or self.write_timeout <= 0:
+            raise ValueError("interval, timeout and write_timeout must be positive")
         if self.timeout >= self.interval:
             raise ValueError(
                 f"timeout ({self.timeout:g} s) must be shorter than the interval "
@@ -121,13 +135,17 @@ class RuntimeHealth:
     evidence: tuple[Reason, str] | None = None
     """The newest explicit evidence since the last echo (write failed, refused); a miss
     without evidence of its own keeps it as the likeliest explanation."""
+    written: tuple[int, str] | None = None
+    """Since the last echo: the newest heartbeat whose SKR write returned, and what it said
+    (``""``, or e.g. ``write took 6.1 s``): the detail of ``NoEvent``."""
     recovered: bool = False
     """True only right after the transition from Degraded/Broken to Healthy."""
 
 
 def _judge(health: RuntimeHealth, policy: Policy, before: State) -> RuntimeHealth:
     """State and reason from the counters; ``recovered`` from the previous state."""
-    evidence_reason, evidence_detail = health.evidence or (Reason.NO_EVENT, "")
+    no_event = (Reason.NO_EVENT, health.written[1] if health.written else "")
+    evidence_reason, evidence_detail = health.evidence or no_event
     if health.misses >= policy.broken_after:
         state, reason, detail = State.BROKEN, evidence_reason, evidence_detail
     elif health.misses == 1 and health.evidence is not None:
@@ -164,6 +182,12 @@ def observe(health: RuntimeHealth, observation: Observation, policy: Policy) -> 
             last_sent_at=o.at,
             pending=(*health.pending, (o.seq, o.at)),
         )
+    elif o.kind == "written":  # in the SKR: its echo (or its absence) decides, not the write
+        if health.written is not None and o.seq < health.written[0]:
+            return dataclasses.replace(health, recovered=False)  # a newer write said more
+        if health.last_received is not None and o.seq <= health.last_received:
+            return dataclasses.replace(health, recovered=False)  # answered already
+        changed = dataclasses.replace(health, written=(o.seq, o.detail))
     elif o.kind == "received":
         sent_at = dict(health.pending).get(o.seq)
         if sent_at is None and o.seq == health.last_sent and health.last_sent_at is not None:
@@ -178,6 +202,7 @@ def observe(health: RuntimeHealth, observation: Observation, policy: Policy) -> 
             misses=0,
             pending=tuple(p for p in health.pending if p[0] > o.seq),
             evidence=None,
+            written=None,
         )
     else:  # refused at the listener, or the SKR write failed: that heartbeat is lost
         reason = Reason.EVENT_REFUSED if o.kind == "refused" else Reason.SKR_WRITE_FAILED

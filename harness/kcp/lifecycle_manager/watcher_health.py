@@ -8,7 +8,12 @@ Lifecycle Manager's use of it, shaped like its other controllers:
   writes the ``WatcherHealth`` condition from :meth:`condition`; deleting the Kyma
   :meth:`forget`\\ s it;
 * **heartbeats** are server-side applies of ``kyma-system/watcher-health-heartbeat`` into
-  the SKR, through the same kubeconfig Secret the reconcile uses;
+  the SKR, through the same kubeconfig Secret the reconcile uses. The API server's answer
+  tells a write the SKR refused or never answered (``SkrWriteFailed``: unreachable, 401,
+  403, ...) from one whose admission webhook could not be called (500 ``failed calling
+  webhook``, with ``failurePolicy: Fail``): that one reached the watcher's side of the path
+  and counts as written without an echo (``NoEvent``), as does a write the webhook held
+  for seconds before the API server admitted it;
 * **echoes** arrive at the ``watcher-health`` listener (Service
   ``watcher-health-events.kcp-system:8083``, the health Watcher's ``serviceInfo``), behind
   the same gateway and with the same verify hooks as KLM's own listener; a refusal with a
@@ -29,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import re
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -42,7 +48,7 @@ from harness.kube import CONFIG_MAPS, KubeError, apply
 from watcher.domain import RUNTIME_ID_LABEL
 from watcher.health.heartbeat import DEFAULT_SERVICE, MANAGER, heartbeat_configmap, is_heartbeat
 from watcher.health.metrics import HealthMetrics
-from watcher.health.monitor import HealthMonitor, HeartbeatWriteError
+from watcher.health.monitor import HealthMonitor, HeartbeatNotAdmitted, HeartbeatWriteError
 from watcher.health.state import Policy, Reason, RuntimeHealth, State
 from watcher.listener import ListenerConfig, ListenerEvent
 
@@ -80,6 +86,24 @@ def health_condition(health: RuntimeHealth, since: float) -> dict[str, Any]:
         "message": message,
         "lastTransitionTime": when,
     }
+
+
+_WEBHOOK_CALL_FAILED: Final = re.compile(r'failed calling webhook "([^"]+)"(.*)', re.DOTALL)
+
+
+def webhook_call_failure(exc: KubeError) -> str | None:
+    """A short detail if the API server refused the write because calling an admission
+    webhook failed (``failurePolicy: Fail``: its 500 InternalError ``failed calling
+    webhook "<name>": ...``), else None. A webhook that answered and denied the write is
+    a refusal like any other (None)."""
+    if exc.status != 500:
+        return None
+    found = _WEBHOOK_CALL_FAILED.search(str(exc))
+    if found is None:
+        return None
+    name, rest = found.groups()
+    timed_out = "deadline exceeded" in rest  # (the URL's ``?timeout=15s`` says nothing)
+    return f"webhook {name} {'timed out' if timed_out else 'call failed'}"
 
 
 def _write_failure(exc: Exception) -> str:
@@ -162,7 +186,14 @@ class WatcherHealth:
             # the harness's field manager, as every write of this stand-in: a shared
             # cluster's clean-up (harness.clusters.ownership) then knows it is the run's
             await apply(skr, CONFIG_MAPS, heartbeat_configmap(seq, sent_at))
-        except (SkrAccessError, KubeError) as exc:
+        except KubeError as exc:
+            held = webhook_call_failure(exc)
+            if held is not None:  # the SKR answered: its admission chain held the heartbeat
+                self._doubtful.discard(name)
+                raise HeartbeatNotAdmitted(held) from exc
+            self._doubtful.add(name)
+            raise HeartbeatWriteError(_write_failure(exc)) from exc
+        except SkrAccessError as exc:
             self._doubtful.add(name)
             raise HeartbeatWriteError(_write_failure(exc)) from exc
         self._doubtful.discard(name)
@@ -200,4 +231,4 @@ class WatcherHealth:
             await stack.aclose()
 
 
-__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "health_condition"]
+__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "health_condition", "webhook_call_failure"]

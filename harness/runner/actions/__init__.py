@@ -1,6 +1,6 @@
 """One module per operation verb (the YAML model's ``apply``, ``patch``, ``delete``,
 ``churn``, ``fault``, ``wait``, ``expect``, ``watcher``, ``request``, ``assert``/``error``,
-``script``, ``collect``); :func:`run_operation` dispatches."""
+``script``, ``collect``, ``set``); :func:`run_operation` dispatches."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from harness.runner.actions import (
     patch,
     request,
     script,
+    set_values,
     wait,
     watcher,
 )
@@ -31,6 +32,7 @@ from harness.scenario import (
     PatchOp,
     RequestOp,
     ScriptOp,
+    SetOp,
     WaitOp,
     WatcherOp,
 )
@@ -65,6 +67,8 @@ async def run_operation(ctx: RunContext, op: object) -> None:
             await script.run(ctx, op.script)
         case CollectOp():
             await collect.run(ctx, op.collect)
+        case SetOp():
+            await set_values.run(ctx, op.set_)
         case _:
             raise TypeError(f"not an operation: {op!r}")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from harness.expect.assertion import judge
+from harness.expect.assertion import captured, judge
 from harness.runner.actions.expect import POLL_INTERVAL, record
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed
@@ -35,3 +35,8 @@ async def run(ctx: RunContext, spec: Assert, *, negate: bool = False) -> None:
     failure = record(ctx, check, time.monotonic() - started)
     if failure is not None:
         raise ExpectationFailed([failure])
+    if spec.capture and not negate:
+        values, problems = captured(spec, seen[0])
+        if problems:
+            raise ExpectationFailed(problems)
+        ctx.capture(values, f"assert {spec.describe()}")

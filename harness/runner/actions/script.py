@@ -13,16 +13,12 @@ import time
 from collections.abc import Mapping
 
 from harness.expect.observations import ScriptResult
-from harness.expect.script import judge
+from harness.expect.script import captured_output, judge, judged_with_problems
 from harness.runner.actions.expect import record
 from harness.runner.context import RunContext
 from harness.runner.errors import ExpectationFailed
 from harness.scenario import KCP, Script
-
-
-def kubeconfig_variable(cluster: str) -> str:
-    """``skr-a`` → ``KUBECONFIG_SKR_A``."""
-    return "KUBECONFIG_" + cluster.upper().replace("-", "_")
+from harness.scenario.names import kubeconfig_variable
 
 
 def script_env(ctx: RunContext, spec: Script) -> dict[str, str]:
@@ -85,8 +81,30 @@ async def execute(
 
 
 async def run(ctx: RunContext, spec: Script) -> None:
-    result = await execute(spec.command, script_env(ctx, spec), str(ctx.base_dir), spec.timeout)
+    """Run the command once — or, with ``within``, again every ``interval`` until its checks
+    hold or ``within`` has passed (each run still bounded by ``timeout``); the last run is
+    judged and reported, with how many runs it took."""
+    env, cwd = script_env(ctx, spec), str(ctx.base_dir)
+    started = time.monotonic()
+    deadline = started + (spec.within or 0.0)
+    attempts = 0
+    while True:
+        attempts += 1
+        limit = spec.timeout
+        if spec.within is not None:
+            limit = max(0.1, min(spec.timeout, deadline - time.monotonic()))
+        result = await execute(spec.command, env, cwd, limit)
+        check = judge(spec, result, attempts=attempts)
+        values, problems = captured_output(spec, result) if check.ok else ({}, [])
+        if check.ok and problems:
+            check = judged_with_problems(check, problems)
+        now = time.monotonic()
+        if check.ok or spec.within is None or now + spec.interval >= deadline:
+            break
+        await asyncio.sleep(spec.interval)
     ctx.log_output(f"script {result.command}", f"{result.stdout}\n--- stderr ---\n{result.stderr}")
-    failure = record(ctx, judge(spec, result), result.duration)
+    failure = record(ctx, check, time.monotonic() - started)
     if failure is not None:
         raise ExpectationFailed([failure])
+    if values:
+        ctx.capture(values, f"script {result.command}")

@@ -242,6 +242,78 @@ def test_other_dollar_keys_are_ordinary() -> None:
     assert only(match_object({"$id": "y"}, schema)).reason == "missing key"
 
 
+# --- alternatives: $oneOf ----------------------------------------------------------------------
+
+
+def test_one_of_matches_any_alternative_anywhere() -> None:
+    kyma = {"status": {"state": "Warning", "conditions": [{"type": "Ready", "status": "False"}]}}
+    assert match_object({"status": {"state": {"$oneOf": ["Error", "Warning"]}}}, kyma).ok
+    assert match_object({"$oneOf": [{"status": {"state": "Ready"}}, {"status": {}}]}, kyma).ok
+    assert match_object({"status": {"conditions": {"$oneOf": [[], [{}]]}}}, kyma).ok
+    assert match_object({"a": {"$oneOf": [None]}}, {"a": None}).ok
+    assert match_object({"a": {"$oneOf": [1]}}, {"a": 1.0}).ok
+    assert not match_object({"a": {"$oneOf": [1]}}, {"a": True}).ok
+
+
+def test_one_of_alternatives_use_every_rule() -> None:
+    expected = {
+        "webhooks": {
+            "$oneOf": [
+                {"$contains": [{"name": "absent"}]},
+                {"$anyOrder": [{"name": "manifest.operator.kyma-project.io"}, {}]},
+            ]
+        },
+        "status": {
+            "$oneOf": [
+                {"(length(conditions))": 3},
+                {"(conditions[?type=='Ready'] | [0].status)": {"$oneOf": ["False", "Unknown"]}},
+            ]
+        },
+    }
+    assert match_object(expected, WEBHOOK_CONFIG).ok
+    items = {"ops": {"$contains": [{"$oneOf": ["PATCH", "DELETE"]}]}}
+    assert match_object(items, {"ops": ["CREATE", "DELETE"]}).ok
+
+
+def test_one_of_names_the_alternatives_and_the_closest_difference() -> None:
+    expected = {"status": {"state": {"$oneOf": ["Error", "Warning"]}}}
+    mismatch = only(match_object(expected, {"status": {"state": "Ready"}}))
+    assert mismatch == Mismatch(
+        "status.state",
+        {"$oneOf": ["Error", "Warning"]},
+        "Ready",
+        "matches none of 2 alternatives [Error, Warning]; the closest, Error, differs: not equal",
+    )
+    maps = {"$oneOf": [{"a": 1, "b": 2}, {"a": 1, "b": {"c": 3}, "d": 4}, {"x": 1}]}
+    match = match_object({"spec": maps}, {"spec": {"a": 1, "b": {"c": 4}, "d": 4}})
+    assert only(match).reason == (
+        "matches none of 3 alternatives [{a: 1, b: 2}, {a: 1, b: {c: 3}, d: 4}, {x: 1}]; "
+        "the closest, {a: 1, b: 2}, differs at spec.b: expected number, got map"
+    )
+    assert select_mismatch_summary(match).startswith("spec: matches none of 3 alternatives")
+    assert "- expected: {$oneOf: [" in diff(match)
+    alternatives = [{"a": 1, "b": 2}, {"c": 1}]
+    missing = only(match_object({"s": {"$oneOf": alternatives}}, {"s": {"b": 1}}))
+    assert missing.reason.endswith("differs at s.c: missing key")
+    several = only(match_object({"$oneOf": [{"a": 1, "b": 1, "c": 1}]}, {}))
+    assert several.reason.endswith("differs at a: missing key (+2 more)")
+
+
+def test_one_of_under_a_missing_key_is_a_missing_key() -> None:
+    mismatch = only(match_object({"state": {"$oneOf": ["Error", None]}}, {}))
+    assert (mismatch.reason, mismatch.expected) == ("missing key", {"$oneOf": ["Error", None]})
+
+
+def test_problems_inside_alternatives_are_located() -> None:
+    expected = {"a": {"$oneOf": [{"b": 1}, {"(x[)": 1}, {"$oneOf": []}]}}
+    assert [path for path, _ in check_expressions(expected)] == [
+        ("a", "$oneOf", 1, "(x[)"),
+        ("a", "$oneOf", 2, "$oneOf"),
+    ]
+    with pytest.raises(ExpressionError, match=r'^a\["\$oneOf"\]\[1\]\.\(x\[\): invalid JMESPath'):
+        match_object(expected, {"a": {"b": 1}})  # although the first alternative matches
+
+
 # --- JMESPath keys -------------------------------------------------------------------------
 
 
@@ -326,6 +398,11 @@ def test_valid_expressions_have_no_problems() -> None:
         ({"$contains": {"a": 1}}, "$contains needs a list of items, got map"),
         ({"$anyOrder": "abc"}, "$anyOrder needs a list of items, got string"),
         ({"$anyOrder": None}, "$anyOrder needs a list of items, got null"),
+        ({"$oneOf": []}, "$oneOf needs a non-empty list of alternatives, got an empty list"),
+        ({"$oneOf": "Ready"}, "$oneOf needs a non-empty list of alternatives, got string"),
+        ({"$oneOf": {"a": 1}}, "$oneOf needs a non-empty list of alternatives, got map"),
+        ({"$oneOf": [1], "x": 2}, "$oneOf must be the only key of its map, found also 'x'"),
+        ({"$oneOf": [1], "$contains": [1]}, "must be the only key of its map"),
     ],
 )
 def test_malformed_special_forms(form: dict[str, Any], problem: str) -> None:
@@ -597,6 +674,21 @@ def test_diff_and_summary_cover_every_mismatch(expected: Any, actual: Any) -> No
     summary = select_mismatch_summary(match)
     assert "\n" not in summary
     assert summary.startswith(match.mismatches[0].path) if match.mismatches else summary == ""
+
+
+@settings(max_examples=80, deadline=None)
+@given(JSON, st.data())
+def test_one_of_matches_iff_some_alternative_does(actual: Any, data: st.DataObject) -> None:
+    near = [drop_keys(actual, data) for _ in range(data.draw(st.integers(0, 2)))]
+    alternatives = data.draw(st.permutations([*data.draw(st.lists(JSON, max_size=3)), *near]))
+    assume(alternatives)
+    alone = [match_object(alternative, actual).ok for alternative in alternatives]
+    match = match_object({"$oneOf": alternatives}, actual)
+    assert match.ok == any(alone)
+    assert match_object({"x": {"$oneOf": alternatives}}, {"x": actual}).ok == any(alone)
+    if not match.ok:
+        assert only(match).path == ROOT
+        assert only(match).reason.startswith(f"matches none of {len(alternatives)} alternatives")
 
 
 def test_an_unmatched_map_item_is_shown_beside_its_closest_item() -> None:

@@ -130,6 +130,30 @@ def test_invalid_json_tree_is_rejected_when_the_spec_is_built() -> None:
         OutputSpec(json={"items": {"(length(a)": 1}})
     with pytest.raises(ExpressionError, match=r"\$contains must be the only key"):
         OutputSpec(json={"$contains": [], "b": 1})
+    with pytest.raises(ExpressionError, match=r"x509\(\) takes 1 argument\(s\), got 2"):
+        OutputSpec(json={"(x509(a, b))": {}})
+    with pytest.raises(ExpressionError, match=r"\$oneOf needs a non-empty list"):
+        OutputSpec(json={"items": {"$oneOf": []}})
+
+
+def test_json_checks_have_the_harness_functions_and_alternatives() -> None:
+    spec = OutputSpec(
+        json={
+            "(base64_decode(encoded))": "kyma",
+            "(to_epoch(at))": 0,
+            "kind": {"$oneOf": ["List", "SecretList"]},
+        }
+    )
+    text = json.dumps({"encoded": "a3ltYQ==", "at": "1970-01-01T00:00:00Z", "kind": "List"})
+    assert check_output(spec, text).ok
+    broken = check_output(spec, json.dumps({"encoded": "!", "at": "x", "kind": "Pod"}))
+    [problem] = broken.problems
+    assert problem.startswith(
+        "JSON does not match: (base64_decode(encoded)): expression failed: "
+        "base64_decode(): not base64 (1 characters): "
+    )
+    assert problem.endswith("(+2 more)")
+    assert "kind: matches none of 2 alternatives [List, SecretList]" in broken.diff
 
 
 def test_truncate_keeps_short_text() -> None:

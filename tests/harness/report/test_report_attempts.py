@@ -210,6 +210,7 @@ def test_html_shows_the_flaky_badge_and_the_attempts_escaped() -> None:
     first = builder.scenario("spec", "spec.yaml")
     first.finish(error="<script>alert(1)</script>")
     second = builder.retry(first)
+    _expect(second, True)
     second.finish()
     html = render_html(builder.build())
     assert '<span class="badge flaky">flaky</span>' in html

@@ -44,6 +44,7 @@ def test_status_is_derived_unless_given() -> None:
     builder = ReportBuilder("r", clock=lambda: float(next(ticks)))
     ok = builder.scenario("ok", "ok.yaml")
     ok.step("a", Status.PASSED, 0.1)
+    ok.expectation(step="a", kind="events", description="", expected="1", actual="1", passed=True)
     failed_check = builder.scenario("check", "c.yaml")
     failed_check.expectation(
         step="e", kind="events", description="", expected="1", actual="0", passed=False
@@ -64,6 +65,41 @@ def test_status_is_derived_unless_given() -> None:
     assert not report.ok
     assert report.count(Status.FAILED) == 2
     assert report.duration > 0
+
+
+def test_a_scenario_that_checked_nothing_is_skipped_with_the_skipped_steps_reasons() -> None:
+    builder = ReportBuilder("r", clock=lambda: 0.0)
+    nothing = builder.scenario("nothing", "n.yaml")
+    nothing.step("a", Status.PASSED, 0.1)
+    report = nothing.finish()
+    assert (report.status, report.error) == (Status.SKIPPED, "checked nothing")
+    assert report.ok  # skipped is not a failure
+
+    needs = builder.scenario("needs", "m.yaml")
+    needs.step("setup", Status.PASSED, 0.1)
+    needs.step("burst", Status.SKIPPED, 0.0, error="needs our webhook's metrics")
+    needs.step("drain", Status.SKIPPED, 0.0, error="needs our webhook's metrics")
+    needs.step("spool", Status.SKIPPED, 0.0, error="needs our webhook's spool")
+    assert needs.finish().error == (
+        "checked nothing; skipped steps burst, drain: needs our webhook's metrics; "
+        "step spool: needs our webhook's spool"
+    )
+
+    # a collect entry is material for the report, not a check: still skipped
+    collected = builder.scenario("collected", "c.yaml")
+    collected.expectation(
+        step="a", kind="collect", description="", expected="", actual="", passed=True
+    )
+    assert not collected.checked
+    assert collected.finish().status is Status.SKIPPED
+
+    # a failed step still fails the scenario, checked or not
+    failed = builder.scenario("failed", "f.yaml")
+    failed.step("a", Status.FAILED, 0.1, error="boom")
+    assert failed.finish().status is Status.FAILED
+    # an explicit status is kept as it is
+    given = builder.scenario("given", "g.yaml")
+    assert given.finish(Status.PASSED).status is Status.PASSED
 
 
 def test_builder_sorts_timeline_and_copies_process_records() -> None:

@@ -6,6 +6,7 @@ events); counters and metrics are plain dicts. The real environment is covered b
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -20,7 +21,7 @@ from harness.faults import Fault
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KubeError
-from harness.scenario import ResourceRef, Selection
+from harness.scenario import ObjectWatch, ResourceRef, Selection
 
 FAIL_NAME = "fail"
 """Writing an object with this name raises, as a refused API call would."""
@@ -53,6 +54,34 @@ class FakeSession:
     unreachable: set[str] = field(default_factory=set)
     """Clusters whose API server cannot be asked (``select`` reports an error)."""
     workdir: Path = field(default_factory=lambda: Path("/tmp"))
+    watched: list[ObjectWatch] = field(default_factory=list)
+    """Object watches started (``timeline``); ``apply``/``delete`` feed them."""
+    feeds: dict[str, asyncio.Queue[tuple[str, Mapping[str, Any]]]] = field(default_factory=dict)
+
+    # -- object watches ----------------------------------------------------------------
+    @staticmethod
+    def _watches(target: ObjectWatch, cluster: str, obj: Mapping[str, Any]) -> bool:
+        kind = str(obj.get("kind", ""))
+        meta = obj.get("metadata") or {}
+        plural = target.resource.resource if target.resource is not None else None
+        same_type = kind == target.kind or plural == kind.lower() + "s"
+        same_namespace = not target.namespace or meta.get("namespace", "") == target.namespace
+        return cluster == target.cluster and same_type and same_namespace
+
+    def _feed(self, change: str, cluster: str, obj: Mapping[str, Any]) -> None:
+        for target in self.watched:
+            if target.cluster == cluster and self._watches(target, cluster, obj):
+                self.feeds[target.key].put_nowait((change, obj))
+
+    async def watch(self, target: ObjectWatch) -> AsyncIterator[tuple[str, Mapping[str, Any]]]:
+        queue = self.feeds.setdefault(target.key, asyncio.Queue())
+        self.watched.append(target)
+        for (cluster, _, _, _), obj in sorted(self.objects.items()):
+            if self._watches(target, cluster, obj):
+                yield "ADDED", obj
+        yield "SYNCED", {"metadata": {"resourceVersion": "1"}}
+        while True:
+            yield await queue.get()
 
     # -- objects, metrics text, kubeconfigs, bindings -------------------------------
     async def apiserver_metrics(self, cluster: str) -> str | None:
@@ -145,7 +174,9 @@ class FakeSession:
     async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any:
         meta = obj["metadata"]
         self._wrote("apply", cluster, meta.get("namespace", ""), meta["name"])
-        self.objects[(cluster, obj["kind"], meta.get("namespace", ""), meta["name"])] = obj
+        key = (cluster, obj["kind"], meta.get("namespace", ""), meta["name"])
+        self._feed("MODIFIED" if key in self.objects else "ADDED", cluster, obj)
+        self.objects[key] = obj
         return obj
 
     async def patch(

@@ -31,7 +31,11 @@ plugin.RunOptions = functools.partial(plugin.RunOptions, open_session=opener(Fak
 """
 PLAIN = """name: plain
 clusters: {skrs: [{name: skr-a}]}
-steps: [{name: a, try: [{wait: 10ms}]}]
+steps:
+  - name: a
+    try:
+      - wait: 10ms
+      - expect: {within: 10ms, events: [{manager: lifecycle-manager, count: {exactly: 0}}]}
 """
 STOPS_API_SERVER = """name: stops-api-server
 clusters: {skrs: [{name: skr-a}]}

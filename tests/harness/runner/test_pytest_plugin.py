@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,16 @@ from harness.runner.pytest_plugin import (
 plugin.RunOptions = functools.partial(plugin.RunOptions, open_session=opener(FakeSession()))
 """
 PASSING = """name: passing
+clusters: {skrs: [{name: skr-a}]}
+steps:
+  - name: a
+    try:
+      - wait: 10ms
+      - expect:
+          within: 10ms
+          events: [{manager: lifecycle-manager, cluster: skr-a, count: {exactly: 0}}]
+"""
+UNCHECKED = """name: unchecked
 clusters: {skrs: [{name: skr-a}]}
 steps: [{name: a, try: [{wait: 10ms}]}]
 """
@@ -53,13 +64,20 @@ def test_each_file_is_an_e2e_item_and_failures_show_expectations(tmp_path: Path)
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "passing.yaml").write_text(PASSING)
     (tmp_path / "failing.yaml").write_text(FAILING)
+    (tmp_path / "unchecked.yaml").write_text(UNCHECKED)
     reports = tmp_path / "reports"
     result = pytest_run(
-        tmp_path, "--junitxml", str(tmp_path / "junit.xml"), "--scenario-report-dir", str(reports)
+        tmp_path,
+        "-rs",
+        "--junitxml",
+        str(tmp_path / "junit.xml"),
+        "--scenario-report-dir",
+        str(reports),
     )
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert "1 failed, 1 passed" in out
+    assert "1 failed, 1 passed, 1 skipped" in out
+    assert "checked nothing" in out, out
     assert "scenario failing failed:" in out
     assert "failing/quiet/1-events: expected at least 1 event, got 0" in out, out
     assert "Traceback" not in out and "runtest" not in out
@@ -67,6 +85,9 @@ def test_each_file_is_an_e2e_item_and_failures_show_expectations(tmp_path: Path)
     assert (reports / "index.html").is_file()
     assert "failing" in (reports / "report.json").read_text()
     assert "passing" in (reports / "report.json").read_text()
+    statuses = {s["name"]: s["status"] for s in json.loads(
+        (reports / "report.json").read_text())["scenarios"]}  # fmt: skip
+    assert statuses == {"failing": "failed", "passing": "passed", "unchecked": "skipped"}
 
 
 def test_without_the_e2e_marker_nothing_is_selected(tmp_path: Path) -> None:

@@ -36,7 +36,9 @@ plugin.RunOptions = functools.partial(plugin.RunOptions, open_session=FlakyOpene
 def scenario(name: str, *tags: str) -> str:
     return (
         f"name: {name}\ntags: [{', '.join(tags)}]\nclusters: {{skrs: [{{name: skr-a}}]}}\n"
-        "steps: [{name: a, try: [{wait: 10ms}]}]\n"
+        "steps: [{name: a, try: [{wait: 10ms}, "
+        "{expect: {within: 10ms, events: [{manager: lifecycle-manager, cluster: skr-a, "
+        "count: {exactly: 0}}]}}]}]\n"
     )
 
 

@@ -3,9 +3,15 @@ webhook it is skipped with the reason, derived needs included."""
 
 from __future__ import annotations
 
+import functools
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
 import pytest
 from runner_fake import FakeSession, opener
 
+from harness.cli import main
 from harness.clusters.selection import BackendChoice, BackendOverride
 from harness.report import ReportBuilder, Status
 from harness.runner import RunOptions, run_scenario
@@ -26,6 +32,10 @@ BYO = BackendChoice(webhook_command=COMMAND)
 OURS_METRIC = (
     "{expect: {metrics: [{target: webhook/skr-a, name: watcher_delivery_retries_total, "
     "op: '>=', value: 1}]}}"
+)
+NO_EVENT = (
+    "{expect: {within: 10ms, events: [{manager: lifecycle-manager, cluster: skr-a, "
+    "count: {exactly: 0}}]}}"
 )
 UPSTREAM_METRIC = (
     "{expect: {metrics: [{target: webhook/skr-a, name: watcher_failed_kcp_total, "
@@ -91,7 +101,7 @@ async def test_skipped_steps_are_reported_and_the_rest_runs(
 ) -> None:
     scenario = loads_scenario(
         HEAD + f"steps: [{{name: ours, try: [{OURS_METRIC}]}}, "
-        "{name: plain, try: [{wait: 1ms}]}]\n"
+        f"{{name: plain, try: [{{wait: 1ms}}, {NO_EVENT}]}}]\n"
     )
     monkeypatch.setenv("WATCHER_HARNESS_WEBHOOK_COMMAND", "my-webhook")
     report = await run_scenario(
@@ -104,3 +114,86 @@ async def test_skipped_steps_are_reported_and_the_rest_runs(
     assert "needs our webhook's metrics" in (steps["ours"].error or "")
     assert steps["plain"].status is Status.PASSED
     assert report.status is Status.PASSED
+
+
+ALL_SKIPPED = (
+    "name: needs-ours\nclusters: {skrs: [{name: skr-a}]}\nsteps:\n"
+    "  - {name: setup, try: [{wait: 1ms}]}\n"
+    f"  - {{name: burst, try: [{{wait: 1ms}}, {OURS_METRIC}]}}\n"
+    f"  - {{name: drain, try: [{OURS_METRIC}]}}\n"
+    "  - {name: spool, requires: {webhook: [spool]}, try: [{wait: 1ms}, "
+    "{collect: {cluster: skr-a, resource: configmaps, namespace: default}}]}\n"
+    "  - {name: notes, try: [{collect: {cluster: skr-a, resource: configmaps, "
+    "namespace: default}}]}\n"
+)
+
+
+async def test_a_scenario_whose_checks_were_all_skipped_is_skipped_not_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Against another webhook every checking step is skipped: the rest ran (a collect entry
+    too), nothing was checked, so the scenario is skipped with the steps' reasons."""
+    monkeypatch.setenv("WATCHER_HARNESS_WEBHOOK_COMMAND", "my-webhook")
+    session = FakeSession()
+    report = await run_scenario(
+        loads_scenario(ALL_SKIPPED),
+        ReportBuilder("t").scenario("needs-ours", "needs-ours.yaml"),
+        RunOptions(open_session=opener(session), backend=BackendOverride()),
+    )
+    assert report.status is Status.SKIPPED and report.ok
+    assert [(s.name, s.status) for s in report.steps] == [
+        ("setup", Status.PASSED),
+        ("burst", Status.SKIPPED),
+        ("drain", Status.SKIPPED),
+        ("spool", Status.SKIPPED),
+        ("notes", Status.PASSED),
+    ]
+    assert [e.kind for e in report.expectations] == ["collect"]  # ran, checks nothing
+    reason = report.error or ""
+    assert reason.startswith("checked nothing; skipped steps burst, drain: needs our webhook's ")
+    assert "metrics (reads watcher_delivery_retries_total" in reason
+    assert "; step spool: needs our webhook's spool" in reason
+    assert "'my-webhook'" in reason
+    with_ours = await run_scenario(  # against our webhook the same file checks something
+        loads_scenario(ALL_SKIPPED),
+        ReportBuilder("t").scenario("needs-ours", "needs-ours.yaml"),
+        RunOptions(open_session=opener(FakeSession()), backend=BackendOverride(webhook_command="")),
+    )
+    assert with_ours.status is Status.FAILED  # the fake session has no such metric
+    assert len([e for e in with_ours.expectations if e.kind != "collect"]) == 1
+
+
+def test_the_cli_reports_a_scenario_that_checked_nothing_as_skipped_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``watcher-harness run --webhook-command``: the table, report.json, JUnit and the HTML
+    report say skipped with the reason, and the exit status is 0 as for any skip."""
+    import harness.runner.scenario as runner_scenario
+
+    monkeypatch.setattr(
+        runner_scenario,
+        "RunOptions",
+        functools.partial(runner_scenario.RunOptions, open_session=opener(FakeSession())),
+    )
+    monkeypatch.setenv("COLUMNS", "400")  # the table's reason column unwrapped
+    (tmp_path / "needs-ours.yaml").write_text(ALL_SKIPPED)
+    junit, reports = tmp_path / "junit.xml", tmp_path / "reports"
+    code = main(
+        ["run", str(tmp_path / "needs-ours.yaml"), "--webhook-command", "my-webhook",
+         "--junit", str(junit), "--report-dir", str(reports)]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    row = next(line for line in out.splitlines() if "needs-ours" in line and "skipped" in line)
+    assert "1/1" in row and "checked nothing; skipped steps burst, drain" in row
+    (scenario,) = json.loads((reports / "report.json").read_text())["scenarios"]
+    assert scenario["status"] == "skipped"
+    assert scenario["error"].startswith("checked nothing; skipped steps burst, drain")
+    case = ET.parse(junit).getroot().find(".//testcase[@name='needs-ours/skipped']")
+    assert case is not None
+    skipped = case.find("skipped")
+    assert skipped is not None
+    assert (skipped.get("message") or "").startswith("checked nothing; skipped steps burst")
+    page = (reports / "index.html").read_text()
+    assert '<span class="badge skipped">skipped</span>' in page
+    assert "<b>Skipped:</b> checked nothing; skipped steps burst, drain" in page

@@ -38,7 +38,7 @@ def test_broken_file_gives_one_located_line(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         f"{path}:7:9: step 'first', try[0]: unknown operation 'wiat'; did you mean 'wait'? "
         "(operations: apply, patch, delete, churn, fault, wait, expect, watcher, request, "
-        "assert, error, script, collect)"
+        "assert, error, script, collect, set)"
     ]
     assert "Traceback" not in result.stderr
 

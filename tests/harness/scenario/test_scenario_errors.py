@@ -79,7 +79,7 @@ CASES = {
         [
             "s.yaml:9:9: step 'x', try[0]: unknown operation 'aply'; did you mean 'apply'? "
             "(operations: apply, patch, delete, churn, fault, wait, expect, watcher, request, "
-            "assert, error, script, collect)"
+            "assert, error, script, collect, set)"
         ],
     ),
     "two-operations-in-one-item": (
@@ -87,7 +87,7 @@ CASES = {
         [
             "s.yaml:9:9: step 'x', try[0]: an operation is a mapping with exactly one key; got "
             "keys 'wait', 'expect'; one of apply, patch, delete, churn, fault, wait, expect, "
-            "watcher, request, assert, error, script, collect; put each operation in its own "
+            "watcher, request, assert, error, script, collect, set; put each operation in its own "
             "list item"
         ],
     ),

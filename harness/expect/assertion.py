@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
+from harness.expect.capture import capture_values
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import ObjectsSeen
-from harness.matching.functions import search
 from harness.matching.objects import closest, diff, match_any, select_mismatch_summary
 from harness.matching.output import truncate
 from harness.scenario import Assert
@@ -159,16 +159,4 @@ def captured(spec: Assert, seen: ObjectsSeen) -> tuple[dict[str, Any], list[str]
     if found is None:
         return {}, ["capture: no selected object matches"]
     obj = seen.objects[found]
-    values: dict[str, Any] = {}
-    problems: list[str] = []
-    for name, expression in spec.capture.items():
-        try:
-            value = search(expression, obj)
-        except (TypeError, ValueError) as error:  # JMESPathError is a ValueError
-            problems.append(f"capture {name}: {expression!r} failed on {object_name(obj)}: {error}")
-            continue
-        if value is None:
-            problems.append(f"capture {name}: {expression!r} is null on {object_name(obj)}")
-            continue
-        values[name] = value
-    return values, problems
+    return capture_values(spec.capture, obj, object_name(obj))

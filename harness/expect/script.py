@@ -7,10 +7,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from harness.expect.capture import capture_values
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import ScriptResult
-from harness.matching.functions import search
 from harness.matching.output import OutputSpec, check_output, truncate
 from harness.scenario import OutputCheck, Script
 
@@ -93,19 +93,7 @@ def captured_output(spec: Script, result: ScriptResult) -> tuple[dict[str, Any],
         document = json.loads(result.stdout)
     except ValueError as error:
         return {}, [f"capture: stdout is not JSON: {error}"]
-    values: dict[str, Any] = {}
-    problems: list[str] = []
-    for name, expression in spec.capture.items():
-        try:
-            value = search(expression, document)
-        except (TypeError, ValueError) as error:  # JMESPathError is a ValueError
-            problems.append(f"capture {name}: {expression!r} failed: {error}")
-            continue
-        if value is None:
-            problems.append(f"capture {name}: {expression!r} is null in the output")
-            continue
-        values[name] = value
-    return values, problems
+    return capture_values(spec.capture, document, "the JSON output")
 
 
 def judged_with_problems(check: Check, problems: list[str]) -> Check:

@@ -11,6 +11,7 @@ from harness.matching.objects import check_expressions, expression_problem
 from harness.matching.output import regex_problem
 from harness.scenario.clusters import CertificateKind
 from harness.scenario.expectations import Count, Expect
+from harness.scenario.objects import ObjectType, match_problem
 from harness.scenario.values import (
     RESOURCE_SCHEMA_EXTRA,
     DnsLabel,
@@ -309,31 +310,10 @@ EVERY_SKR = "*"
 """``cluster: "*"`` selects on every SKR: an ``assert`` must hold on each."""
 
 
-class _Selecting(Model):
+class _Selecting(ObjectType):
     """The fields that pick objects (see :class:`Selection`), shared with ``collect``."""
 
     cluster: str = Field(pattern=SELECTION_CLUSTER_PATTERN)
-    resource: Resource | None = Field(default=None, json_schema_extra=RESOURCE_SCHEMA_EXTRA)
-    api_version: str | None = None
-    kind: str | None = None
-    namespace: str = ""
-    name: str | None = None
-    selector: Labels | None = None
-
-    @property
-    def typed(self) -> bool:
-        """Given as ``apiVersion`` + ``kind`` rather than ``resource``."""
-        return self.api_version is not None or self.kind is not None
-
-    def type_problem(self, *, required: bool) -> str | None:
-        """Why the object type is given wrongly (``required``: it must be given)."""
-        if self.resource is not None and self.typed:
-            return "give resource or apiVersion + kind, not both"
-        if self.typed and not (self.api_version and self.kind):
-            return "apiVersion and kind go together"
-        if required and self.resource is None and not self.typed:
-            return "select objects by resource, or by apiVersion and kind"
-        return None
 
 
 class Selection(_Selecting):
@@ -350,13 +330,8 @@ class Selection(_Selecting):
         return self
 
     def describe(self) -> str:
-        what = self.kind or (self.resource.resource if self.resource else "")
-        where = f"{self.namespace}/" if self.namespace else ""
-        which = self.name or ""
-        if self.selector:
-            which += "{" + ",".join(f"{k}={v}" for k, v in self.selector.items()) + "}"
         cluster = "every SKR" if self.cluster == EVERY_SKR else self.cluster
-        return f"{what} {where}{which or '*'} on {cluster}"
+        return f"{self.describe_objects()} on {cluster}"
 
 
 def capture_problem(capture: dict[str, str]) -> str | None:
@@ -393,11 +368,8 @@ class Assert(Selection):
 
     @model_validator(mode="after")
     def _expressions(self) -> Assert:
-        problems = check_expressions(self.match)
-        if problems:
-            path, problem = problems[0]
-            where = "match" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-            raise ValueError(f"{where}: {problem}")
+        if (problem := match_problem(self.match)) is not None:
+            raise ValueError(problem)
         if (capture := capture_problem(self.capture)) is not None:
             raise ValueError(capture)
         if self.capture and self.cluster == EVERY_SKR:

@@ -140,6 +140,34 @@ class _Checker:
         if name is not None and name not in self.managers:
             self.add(_unknown(loc, "manager", name, self.managers, "managers"))
 
+    def event(
+        self, loc: Loc, manager: str | None, cluster: str | None, runtime_id: str | None
+    ) -> None:
+        """An event selector: its manager, sender SKR and runtime id (both: consistent)."""
+        self.manager((*loc, "manager"), manager)
+        if cluster is not None:
+            self.cluster((*loc, "cluster"), cluster, skr_only=True)
+        if runtime_id is None:
+            return
+        runtime_ids = {s.runtime_id for s in self.skrs.values()}
+        here = (*loc, "runtimeId")
+        if runtime_id not in runtime_ids:
+            self.add(_unknown(here, "runtime id", runtime_id, runtime_ids, "runtime ids"))
+        skr = self.skrs.get(cluster or "")
+        if skr is not None and skr.runtime_id != runtime_id:
+            self.add(
+                Problem(
+                    here,
+                    f"SKR {skr.name!r} has runtime id {skr.runtime_id!r}, not {runtime_id!r}",
+                    "give cluster or runtimeId, not both",
+                )
+            )
+
+    def kcp_kyma(self, loc: Loc, name: str) -> None:
+        if name not in self.kcp_kymas:
+            names = {n for n in self.kcp_kymas if "/" not in n}
+            self.add(_unknown(loc, "KCP Kyma", name, names, "KCP Kymas"))
+
     def service(self, loc: Loc, key: tuple[str, str, int]) -> None:
         if key not in self.services:
             served = [f"{n}.{ns}:{p}" for n, ns, p in self.services]
@@ -299,33 +327,8 @@ class _Checker:
                     "raise the step's timeout or shorten within",
                 )
             )
-        runtime_ids = {s.runtime_id for s in self.skrs.values()}
         for k, ev in enumerate(e.events):
-            here = (*loc, "events", k)
-            self.manager((*here, "manager"), ev.manager)
-            if ev.cluster is not None:
-                self.cluster((*here, "cluster"), ev.cluster, skr_only=True)
-            if ev.runtime_id is not None:
-                if ev.runtime_id not in runtime_ids:
-                    self.add(
-                        _unknown(
-                            (*here, "runtimeId"),
-                            "runtime id",
-                            ev.runtime_id,
-                            runtime_ids,
-                            "runtime ids",
-                        )
-                    )
-                skr = self.skrs.get(ev.cluster or "")
-                if skr is not None and skr.runtime_id != ev.runtime_id:
-                    self.add(
-                        Problem(
-                            (*here, "runtimeId"),
-                            f"SKR {skr.name!r} has runtime id {skr.runtime_id!r}, "
-                            f"not {ev.runtime_id!r}",
-                            "give cluster or runtimeId, not both",
-                        )
-                    )
+            self.event((*loc, "events", k), ev.manager, ev.cluster, ev.runtime_id)
         if e.truth is not None:
             self.manager((*loc, "truth", "manager"), e.truth.manager)
             if not churned:
@@ -338,13 +341,7 @@ class _Checker:
                     )
                 )
         for k, rc in enumerate(e.reconciles):
-            if rc.kyma not in self.kcp_kymas:
-                names = {n for n in self.kcp_kymas if "/" not in n}
-                self.add(
-                    _unknown(
-                        (*loc, "reconciles", k, "kyma"), "KCP Kyma", rc.kyma, names, "KCP Kymas"
-                    )
-                )
+            self.kcp_kyma((*loc, "reconciles", k, "kyma"), rc.kyma)
         for k, rj in enumerate(e.rejections):
             if rj.listener not in self.components:
                 self.add(
@@ -377,28 +374,9 @@ class _Checker:
                 self.cluster((*here, "cluster"), occurrence.write.cluster)
             elif occurrence.event is not None:
                 ev = occurrence.event
-                self.manager((*here, "manager"), ev.manager)
-                if ev.cluster is not None:
-                    self.cluster((*here, "cluster"), ev.cluster, skr_only=True)
-                if ev.runtime_id is not None and ev.cluster is not None:
-                    self.add(Problem((*here, "runtimeId"), "give cluster or runtimeId, not both"))
-                elif ev.runtime_id is not None:
-                    runtime_ids = {s.runtime_id for s in self.skrs.values()}
-                    if ev.runtime_id not in runtime_ids:
-                        self.add(
-                            _unknown(
-                                (*here, "runtimeId"),
-                                "runtime id",
-                                ev.runtime_id,
-                                runtime_ids,
-                                "runtime ids",
-                            )
-                        )
+                self.event(here, ev.manager, ev.cluster, ev.runtime_id)
             elif occurrence.reconcile is not None:
-                kyma = occurrence.reconcile.kyma
-                if kyma not in self.kcp_kymas:
-                    names = {n for n in self.kcp_kymas if "/" not in n}
-                    self.add(_unknown((*here, "kyma"), "KCP Kyma", kyma, names, "KCP Kymas"))
+                self.kcp_kyma((*here, "kyma"), occurrence.reconcile.kyma)
             elif occurrence.step is not None:
                 steps = {step.name for step in self.s.steps}
                 if occurrence.step.name not in steps:

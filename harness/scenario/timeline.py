@@ -33,15 +33,13 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from harness.matching.objects import check_expressions, is_expression_key
+from harness.matching.objects import is_expression_key
+from harness.scenario.objects import ObjectType, match_problem
 from harness.scenario.reconciles import Outcomes, ReconcileTrigger
 from harness.scenario.values import (
-    RESOURCE_SCHEMA_EXTRA,
     DnsLabel,
-    Labels,
     Model,
     PositiveDuration,
-    Resource,
     ResourceRef,
     Text,
 )
@@ -85,7 +83,7 @@ class ObjectWatch:
         return f"{self.cluster}:{self.type_name}" + (f":{self.namespace}" if self.namespace else "")
 
 
-class ObjectSelector(Model):
+class ObjectSelector(ObjectType):
     """Changes of objects on one ``cluster`` (``kcp`` or an SKR) of ``resource`` (a
     shorthand or ``{group, version, resource}``) or ``apiVersion`` + ``kind``, in
     ``namespace`` (empty: every namespace, or a cluster-scoped kind), by ``name`` and/or
@@ -93,31 +91,17 @@ class ObjectSelector(Model):
     object as changed matches ``match`` (a partial tree, as ``assert``'s)."""
 
     cluster: DnsLabel
-    resource: Resource | None = Field(default=None, json_schema_extra=RESOURCE_SCHEMA_EXTRA)
-    api_version: str | None = None
-    kind: str | None = None
-    namespace: str = ""
-    name: str | None = None
-    selector: Labels | None = None
     change: Change | tuple[Change, ...] | None = None
     match: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _valid(self) -> ObjectSelector:
-        typed = self.api_version is not None or self.kind is not None
-        if self.resource is not None and typed:
-            raise ValueError("give resource or apiVersion + kind, not both")
-        if typed and not (self.api_version and self.kind):
-            raise ValueError("apiVersion and kind go together")
-        if self.resource is None and not typed:
-            raise ValueError("select objects by resource, or by apiVersion and kind")
+        if (problem := self.type_problem(required=True)) is not None:
+            raise ValueError(problem)
         if isinstance(self.change, tuple) and not self.change:
             raise ValueError("change: give one change or a non-empty list of them")
-        problems = check_expressions(self.match) if self.match is not None else []
-        if problems:
-            path, problem = problems[0]
-            where = "match" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-            raise ValueError(f"{where}: {problem}")
+        if (problem := match_problem(self.match)) is not None:
+            raise ValueError(problem)
         return self
 
     @property
@@ -139,15 +123,10 @@ class ObjectSelector(Model):
         return frozenset(str(k) for k in self.match)
 
     def describe(self) -> str:
-        what = self.kind or (self.resource.resource if self.resource else "")
-        where = f"{self.namespace}/" if self.namespace else ""
-        which = self.name or ""
-        if self.selector:
-            which += "{" + ",".join(f"{k}={v}" for k, v in self.selector.items()) + "}"
         changes = self.changes
         change = "|".join(c for c in CHANGES if c in changes) if changes else "changed"
         matching = " (matching)" if self.match else ""
-        return f"{what} {where}{which or '*'} {change} on {self.cluster}{matching}"
+        return f"{self.describe_objects()} {change} on {self.cluster}{matching}"
 
 
 class WriteSelector(Model):

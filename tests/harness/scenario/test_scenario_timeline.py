@@ -77,8 +77,9 @@ CASES = {
         AT.format(col=40) + "first.event.cluster: 'kcp' is not an SKR here",
     ),
     "event-cluster-and-runtime-id": (
-        "            - first: {event: {cluster: skr-a, runtimeId: runtime-skr-a}}" + W,
-        AT.format(col=58) + "first.event.runtimeId: give cluster or runtimeId, not both",
+        "            - first: {event: {cluster: skr-a, runtimeId: runtime-skr-b}}" + W,
+        AT.format(col=58) + "first.event.runtimeId: SKR 'skr-a' has runtime id "
+        "'runtime-skr-a', not 'runtime-skr-b'; give cluster or runtimeId, not both",
     ),
     "unknown-runtime-id": (
         "            - first: {event: {runtimeId: runtime-skr-c}}" + W,

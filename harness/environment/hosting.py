@@ -104,4 +104,5 @@ def skr_installation(
         bind_host=spec.backend.host_bind,
         command=spec.backend.webhook_command,
         isolation=spec.backend.webhook_isolation,
+        attached=skr.create_kyma,
     )

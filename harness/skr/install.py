@@ -96,10 +96,15 @@ class SkrInstallation:
         leaf: pki.Issued | None = None,
         command: Sequence[str] = (),
         isolation: WebhookIsolation = "netns",
+        attached: bool = True,
     ) -> None:
-        """``leaf``: the certificate KLM issued for this runtime (default: issue one from
-        ``ca`` with ``certificate`` applied); ``log_dir`` keeps the webhook log after
-        uninstall (default: inside the owned directory, deleted with it); ``extra_env``
+        """``attached``: the SKR has a Kyma whose reconcile owns this watcher (default);
+        ``False`` for an SKR provisioned without one: its Secret and ``skr-webhook``
+        reach the SKR only with the first :meth:`repair` (the Kyma's reconcile), as KLM
+        installs the Runtime Watcher per Kyma. ``leaf``: the certificate KLM issued for
+        this runtime (default: issue one from ``ca`` with ``certificate`` applied);
+        ``log_dir`` keeps the webhook log after uninstall (default: inside the owned
+        directory, deleted with it); ``extra_env``
         adds ``WATCHER_*`` knobs (it wins, so ``WATCHER_SPOOL_DIR=""`` also turns the
         spool off); ``spool``: see the module; ``host_address``: how the API server
         reaches this host (url clientConfig and a SAN); ``bind_host``: what the webhook
@@ -136,6 +141,7 @@ class SkrInstallation:
         self._stack: AsyncExitStack | None = None
         self._watchers: tuple[Watcher, ...] = ()
         self._vwc_applied = False
+        self._attached = attached
         self._lock = asyncio.Lock()
 
     # -- facts ------------------------------------------------------------------------
@@ -253,7 +259,8 @@ class SkrInstallation:
             self._api = await stack.enter_async_context(self.cluster.api_client())
             await self._ensure_namespace()
             stack.push_async_callback(self._delete_secret)
-            await self._put_secret()
+            if self._attached:  # else the Kyma's first reconcile puts it (repair)
+                await self._put_secret()
             log_dir = self._log_dir or directory
             config = self._config
             if self._spool and delivery_is_async(config) and not config.command:
@@ -349,6 +356,9 @@ class SkrInstallation:
         async with self._lock:
             self._watchers = tuple(watchers)
             body = self.render(watchers)
+            if not self._attached:  # no Kyma owns this SKR's watcher: its reconcile will
+                self._vwc_applied = body is not None  # render the newest set then
+                return
             if body is None:
                 await self._delete_configuration()
             else:
@@ -367,6 +377,7 @@ class SkrInstallation:
         (whose ``caBundle`` must trust a new serving certificate) before the files.
         Returns what it changed."""
         async with self._lock:
+            self._attached = True
             api = self._api_client()
             changed = []
             new_leaf = None
@@ -410,6 +421,7 @@ class SkrInstallation:
         """Delete ``skr-webhook`` and the Secret from the SKR (the Kyma is gone); the
         webhook process stays, and :meth:`repair` puts both back."""
         async with self._lock:
+            self._attached = False
             await self._delete_configuration()
             await self._delete_secret()
 

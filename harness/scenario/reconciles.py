@@ -3,7 +3,7 @@ outcome (one, or a list of alternatives). Shared by ``reconciles`` and ``timelin
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
@@ -19,7 +19,7 @@ ReconcileTrigger = Literal[
     "watcher-recovered",
 ]
 ReconcileOutcome = Literal["success", "busy", "warning", "error", "skipped"]
-RECONCILE_OUTCOMES = ("success", "busy", "warning", "error", "skipped")
+RECONCILE_OUTCOMES: tuple[str, ...] = get_args(ReconcileOutcome)
 
 
 def _one_or_many(value: Any) -> Any:

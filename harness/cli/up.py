@@ -206,7 +206,8 @@ def _owner_alive(state: dict[str, Any]) -> bool:
         cmdline = Path(f"/proc/{int(state['pid'])}/cmdline").read_bytes().split(b"\0")
     except (OSError, KeyError, ValueError):
         return False
-    return b"harness.cli" in cmdline and b"up" in cmdline
+    launched = any(part.endswith((b"harness.cli", b"watcher-harness")) for part in cmdline)
+    return launched and b"up" in cmdline
 
 
 def detach(name: str, up_args: list[str]) -> int:
@@ -333,6 +334,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="bring your own webhook: run this command (upstream's environment contract) as "
         "every SKR's webhook (default: WATCHER_HARNESS_WEBHOOK_COMMAND, else ours)",
     )
+    p_up.add_argument(
+        "--klm-command",
+        metavar="COMMAND",
+        help="bring your own Lifecycle Manager: run this command (given KLM's flags) as the "
+        "KCP's KLM, the harness playing cert-manager, kubelet and ingress (default: "
+        "WATCHER_HARNESS_KLM_COMMAND, else ours in process)",
+    )
+    p_up.add_argument(
+        "--klm-crds",
+        metavar="DIR",
+        help="that KLM's CRDs (default: WATCHER_HARNESS_KLM_CRDS, else the harness's own)",
+    )
     p_up.set_defaults(func=run)
     p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
     p_down.add_argument("name", nargs="?", default="default", help="the environment's --name")
@@ -392,13 +405,28 @@ def run(args: argparse.Namespace) -> int:
         from harness.clusters.selection import ENV_WEBHOOK_COMMAND
 
         os.environ[ENV_WEBHOOK_COMMAND] = args.webhook_command
+    if args.klm_command:
+        from harness.clusters.selection import ENV_KLM_COMMAND
+
+        os.environ[ENV_KLM_COMMAND] = args.klm_command
+    if args.klm_crds:
+        from harness.clusters.selection import ENV_KLM_CRDS
+
+        os.environ[ENV_KLM_CRDS] = args.klm_crds
     plan = plan_of(args)
     if isinstance(plan, int):
         return plan
     if args.detach:
         return detach(args.name, _child_args(args))
+    if plan.spec.backend.klm_command and plan.scenario is not None:
+        return _usage("--klm-command with --scenario is not supported yet: use the demo set-up")
     try:
-        asyncio.run(up(plan, args.name, live=not args.quiet))
+        if plan.spec.backend.klm_command:
+            from harness.cli.up_klm import up_klm
+
+            asyncio.run(up_klm(plan, args.name, live=not args.quiet))
+        else:
+            asyncio.run(up(plan, args.name, live=not args.quiet))
     except (HarnessError, WatcherError) as exc:
         print(f"watcher-harness: {exc}", file=sys.stderr)
         return 1

@@ -18,6 +18,7 @@ in etcd survive).
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import ssl
@@ -38,7 +39,18 @@ from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecor
 from harness.errors import ClusterError, ProcessExitedEarly
 
 START_ATTEMPTS = 3
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"  # a config value only: no kube-proxy, no traffic
+
+
+def loopback_service_range(rng: random.Random | None = None) -> str:
+    """A random ``/24`` of 127.0.0.0/8 for ``--service-cluster-ip-range``, off 127.0.0.0/16.
+
+    kube-apiserver calls a webhook's ``clientConfig.service`` at the Service's ClusterIP
+    (``--enable-aggregator-routing`` would dial an EndpointSlice address instead, and a
+    slice may not hold a loopback one): on loopback ClusterIPs the harness's kube-proxy
+    (:mod:`harness.platform.kubelet`) can serve them without touching this host's network.
+    Random, so that clusters on one host hardly ever share ClusterIPs."""
+    chooser = rng or random.SystemRandom()
+    return f"127.{chooser.randint(64, 254)}.{chooser.randint(0, 255)}.0/24"
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,8 @@ class KubeApiServer:
         self.port = 0
         self.records: list[ProcessRecord] = []
         """One record per incarnation (restarts included), oldest first."""
+        self.service_cluster_ip_range = loopback_service_range()
+        """ClusterIPs come from here (kept across restarts; see loopback_service_range)."""
         self._certs: dict[str, Path] = {}
         self._stack = AsyncExitStack()
 
@@ -148,7 +162,7 @@ class KubeApiServer:
             f"--service-account-issuer=https://{ports.LOOPBACK}:{port}",
             f"--service-account-key-file={c['sa_pub']}",
             f"--service-account-signing-key-file={c['sa_key']}",
-            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            f"--service-cluster-ip-range={self.service_cluster_ip_range}",
             "--disable-admission-plugins=ServiceAccount",
             "--allow-privileged=true",
             f"--cert-dir={self._require_workdir() / 'cert-dir'}",  # never /var/run/kubernetes

@@ -277,6 +277,14 @@ class OwnedProcess:
         self.record.exit_code = proc.returncode
         return proc.returncode
 
+    async def kill(self) -> int | None:
+        """SIGKILL to the whole group first (a crash: no drain, no goodbye), then reap it as
+        :meth:`stop` does; return the leader's exit code (None if never started)."""
+        if self._proc is None or self._pgid is None:
+            return None
+        self._signal_group(signal.SIGKILL)
+        return await self.stop()
+
     async def _group_gone_by(self, deadline: float) -> bool:
         assert self._pgid is not None
         loop = asyncio.get_running_loop()

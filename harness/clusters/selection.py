@@ -25,7 +25,12 @@ unchanged on every backend. Variables:
   ``TLS_KEY``, ``KCP_ADDR``, ``KCP_CONTRACT``); host mode only;
 * ``WATCHER_HARNESS_WEBHOOK_ISOLATION`` — ``netns`` (default: such a command runs in a
   network namespace of its own, reachable only through ``harness.skr.isolate``) or
-  ``none`` (in this host's network, where upstream's webhook binds every interface).
+  ``none`` (in this host's network, where upstream's webhook binds every interface);
+* ``WATCHER_HARNESS_KLM_COMMAND`` — bring your own Lifecycle Manager: a command line run as
+  the KCP's KLM (given KLM's own flags: ``--kubeconfig``, bind addresses, requeue
+  intervals), with the harness playing cert-manager, the kubelet and Istio's ingress
+  around it (``harness.environment.any_klm``); ``WATCHER_HARNESS_KLM_CRDS`` — the folder
+  of that KLM's CRDs (default: the harness's own ``fixtures/crds``).
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ WebhookMode = Literal["host", "in-cluster"]
 WEBHOOK_MODES: tuple[WebhookMode, ...] = ("host", "in-cluster")
 ENV_WEBHOOK_COMMAND = "WATCHER_HARNESS_WEBHOOK_COMMAND"
 ENV_WEBHOOK_ISOLATION = "WATCHER_HARNESS_WEBHOOK_ISOLATION"
+ENV_KLM_COMMAND = "WATCHER_HARNESS_KLM_COMMAND"
+ENV_KLM_CRDS = "WATCHER_HARNESS_KLM_CRDS"
 WebhookIsolation = Literal["netns", "none"]
 WEBHOOK_ISOLATIONS: tuple[WebhookIsolation, ...] = ("netns", "none")
 
@@ -84,6 +91,10 @@ class BackendChoice:
     webhook_command: tuple[str, ...] = ()
     """Bring your own webhook: the argv run instead of ``watcher-webhook`` (() = ours)."""
     webhook_isolation: WebhookIsolation = "netns"
+    klm_command: tuple[str, ...] = ()
+    """Bring your own Lifecycle Manager: its argv (() = the harness's own, in process)."""
+    klm_crds: Path | None = None
+    """That KLM's CRD folder (None: the harness's fixtures)."""
 
     def target(self, cluster: str) -> ClusterTarget:
         """Cluster ``cluster``'s files and context (default: the context named ``cluster``)."""
@@ -105,6 +116,8 @@ class BackendOverride:
     host_address: str | None = None
     webhook_mode: str | None = None
     webhook_command: str | None = None  # a command line, split like a shell's words
+    klm_command: str | None = None  # likewise
+    klm_crds: str | None = None
 
 
 def webhook_mode(value: str, source: str) -> WebhookMode:
@@ -133,7 +146,24 @@ def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str
         "host_bind": env.get(ENV_HOST_BIND, "").strip() or None,
         "webhook_mode": mode,
         **_webhook_command(override, env, mode),
+        **_klm_command(override, env),
     }
+
+
+def _klm_command(override: BackendOverride, env: Mapping[str, str]) -> dict[str, Any]:
+    """The bring-your-own KLM command and its CRD folder (command line over environment)."""
+    text, source = override.klm_command, "--klm-command"
+    if text is None:
+        text, source = env.get(ENV_KLM_COMMAND, ""), ENV_KLM_COMMAND
+    try:
+        command = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
+    crds_text = override.klm_crds or env.get(ENV_KLM_CRDS, "").strip()
+    crds = Path(crds_text).expanduser() if crds_text else None
+    if crds is not None and not crds.is_dir():
+        raise BackendSelectionError(f"KLM CRDs: {crds} is not a folder")
+    return {"klm_command": command, "klm_crds": crds}
 
 
 def _webhook_command(

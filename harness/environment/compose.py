@@ -189,11 +189,11 @@ def _certificate_issuer(
 def _skr_webhooks(
     spec: EnvironmentSpec, fleet_ref: list[SkrFleet]
 ) -> Callable[[str], SkrWebhook | None]:
-    """Kyma name → the installation of its SKR (None: no SKR of this environment)."""
-    clusters = {s.kyma_name: s.name for s in spec.skrs}
+    """Runtime id → the installation of its SKR (None: no SKR of this environment)."""
+    clusters = {s.runtime_id: s.name for s in spec.skrs}
 
-    def target(kyma: str) -> SkrWebhook | None:
-        cluster = clusters.get(kyma)
+    def target(runtime_id: str) -> SkrWebhook | None:
+        cluster = clusters.get(runtime_id)
         return fleet_ref[0][cluster] if cluster is not None and fleet_ref else None
 
     return target

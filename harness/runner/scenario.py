@@ -21,6 +21,7 @@ from pathlib import Path
 from harness.aio import stop_tasks
 from harness.clusters.selection import BackendOverride
 from harness.environment import EnvironmentSpec
+from harness.kcp.lifecycle_manager.kyma.skr_access import kubeconfig_secret
 from harness.report.builder import ScenarioBuilder
 from harness.report.model import ProcessRecordLike, ScenarioReport, Status, TimelineKind
 from harness.runner.backend import check_backend
@@ -32,6 +33,7 @@ from harness.runner.spec import environment_spec, step_skip_reason
 from harness.runner.steps import OPERATION_ERRORS, run_step
 from harness.scenario import KCP, ResourceRef, Scenario, default_kymas
 from harness.scenario.values import format_duration
+from watcher.domain import RUNTIME_ID_LABEL
 
 OpenSession = Callable[[EnvironmentSpec], AbstractAsyncContextManager[Session]]
 KYMA_RESOURCE = ResourceRef(group="operator.kyma-project.io", version="v1beta2", resource="kymas")
@@ -60,14 +62,21 @@ class RunOptions:
 
 
 async def setup_kymas(session: Session, scenario: Scenario) -> None:
-    """Given ``kymas``: exactly those (the environment created the defaults)."""
+    """Given ``kymas``: exactly those (the environment created the defaults). A KCP Kyma
+    whose runtime id names one of the scenario's SKRs gets that SKR's access Secret first
+    (labelled with the Kyma's name, whatever it is called), as provisioning writes it."""
     if scenario.kymas is None:
         return
     wanted = {(k.cluster, k.key) for k in scenario.kymas}
     for kyma in default_kymas(scenario.clusters.skrs):
         if (kyma.cluster, kyma.key) not in wanted:
             await session.delete(kyma.cluster, KYMA_RESOURCE, kyma.effective_namespace, kyma.name)
+    skr_of = {skr.runtime_id: skr.name for skr in scenario.clusters.skrs}
     for kyma in scenario.kymas:
+        skr = skr_of.get(kyma.labels.get(RUNTIME_ID_LABEL, "")) if kyma.cluster == KCP else None
+        if skr is not None:
+            kubeconfig = session.kubeconfig(skr).read_text(encoding="utf-8")
+            await session.apply(KCP, kubeconfig_secret(kyma.name, kubeconfig))
         await session.apply(kyma.cluster, kyma.to_dict())
 
 

@@ -7,14 +7,22 @@ nothing but its own loopback and bridges exactly three TCP paths through Unix so
 (the filesystem is shared, the network is not)::
 
     this host's network (launcher)          the command's namespace (bridge, then command)
-    TCP <admission> ──▶ admission.sock ──▶ TCP 127.0.0.1:<WEBHOOK_PORT>
-    TCP <metrics>   ──▶ metrics.sock   ──▶ TCP 127.0.0.1:<METRICS_PORT>
-    TCP <gateway>   ◀── kcp.sock       ◀── TCP 127.0.0.1:<port of KCP_ADDR>
+    TCP <admission> ──▶ port-0.sock ──▶ TCP 127.0.0.1:<WEBHOOK_PORT>
+    TCP <metrics>   ──▶ port-1.sock ──▶ TCP 127.0.0.1:<METRICS_PORT>
+    TCP <gateway>   ◀── kcp.sock    ◀── TCP 127.0.0.1:<port of KCP_ADDR>
 
 Bytes pass unchanged (TLS end to end), so the API server, the harness's probes and the
 gateway see the command as if it listened on ``<admission>`` itself, and the command
 reaches the gateway at ``KCP_ADDR=127.0.0.1:<gateway port>`` — an address whose
 certificate SAN (``127.0.0.1``) the gateway's serving certificate carries.
+
+``--publish HOST:PORT:TARGET`` (repeatable) serves ``HOST:PORT`` on this host and bridges
+it to ``127.0.0.1:TARGET`` inside — a container port reachable on a host port, for any
+number of ports (``--admission``/``--metrics`` are ``--publish`` with ``TARGET`` equal to
+``PORT``). When ``--kcp`` names a host that resolves to loopback (``localhost``), the
+namespace side listens on that loopback address and ``KCP_ADDR`` keeps the name, so the
+command checks the gateway's certificate against the name it was given; any other host
+is reached as ``127.0.0.1:<port>`` inside (``KCP_ADDR`` says so).
 
 All three processes share one process group (the caller's ``OwnedProcess`` stops it by
 group id): SIGTERM reaches the command directly; the launcher and the bridge keep
@@ -28,7 +36,12 @@ Usage (what :class:`harness.skr.webhook.WebhookProcess` runs)::
         --kcp 127.0.0.1:30443 -- CMD [ARG...]
 
 The command gets the environment of this process with ``KCP_ADDR`` pointed at the
-bridge; ``WEBHOOK_PORT`` and ``METRICS_PORT`` must be the admission and metrics ports.
+bridge; ``WEBHOOK_PORT`` and ``METRICS_PORT`` must be the admission and metrics ports
+(with ``--publish``: the ``TARGET`` ports, e.g. a Deployment's container ports, as
+``harness.platform.kubelet`` runs a pod)::
+
+    python -m harness.skr.isolate --publish 127.0.0.1:41007:8443 \\
+        --publish 127.0.0.1:41008:2112 --kcp localhost:30443 -- CMD [ARG...]
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ import asyncio
 import contextlib
 import ctypes
 import fcntl
+import ipaddress
 import os
 import shutil
 import signal
@@ -46,6 +60,7 @@ import struct
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.aio import stop_tasks
@@ -64,10 +79,30 @@ def _address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _published(text: str) -> tuple[str, int, int]:
+    rest, sep, target = text.rpartition(":")
+    if not sep or not target.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT:TARGET")
+    host, port = _address(rest)
+    return host, port, int(target)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--admission", type=_address, required=True, help="HOST:PORT to serve")
-    p.add_argument("--metrics", type=_address, required=True, help="HOST:PORT to serve")
+    p.add_argument(
+        "--admission", type=_address, help="HOST:PORT to serve, bridged to the same port inside"
+    )
+    p.add_argument(
+        "--metrics", type=_address, help="HOST:PORT to serve, bridged to the same port inside"
+    )
+    p.add_argument(
+        "--publish",
+        type=_published,
+        action="append",
+        default=[],
+        metavar="HOST:PORT:TARGET",
+        help="serve HOST:PORT, bridged to 127.0.0.1:TARGET inside (repeatable)",
+    )
     p.add_argument(
         "--kcp", type=_address, help="the gateway's HOST:PORT (left out: KCP_ADDR stays unset)"
     )
@@ -193,43 +228,76 @@ def _wait_status(pid: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+def _port_socket(run: Path, index: int) -> Path:
+    return run / f"port-{index}.sock"
+
+
 async def _host_side(
-    listening: Sequence[socket.socket], kcp_address: tuple[str, int] | None, child: int, run: Path
+    published: Sequence[socket.socket],
+    kcp: socket.socket | None,
+    kcp_address: tuple[str, int] | None,
+    child: int,
+    run: Path,
 ) -> int:
-    """This host's network: admission and metrics into the namespace, the KCP out of it."""
-    admission, metrics, *kcp = listening
+    """This host's network: the published ports into the namespace, the KCP out of it."""
     bridges = Bridges()
     servers = [
-        await asyncio.start_server(bridges.handler(_unix(run / "admission.sock")), sock=admission),
-        await asyncio.start_server(bridges.handler(_unix(run / "metrics.sock")), sock=metrics),
+        await asyncio.start_server(bridges.handler(_unix(_port_socket(run, i))), sock=sock)
+        for i, sock in enumerate(published)
     ]
-    if kcp_address is not None:
+    if kcp is not None and kcp_address is not None:
         to_kcp = bridges.handler(_tcp(kcp_address))
-        servers.append(await asyncio.start_unix_server(to_kcp, sock=kcp[0]))
+        servers.append(await asyncio.start_unix_server(to_kcp, sock=kcp))
     finished = asyncio.get_running_loop().run_in_executor(None, _wait_status, child)
     return await _serve_until(servers, bridges, finished)
 
 
+@dataclass(frozen=True)
+class KcpInside:
+    """Where the namespace side serves the KCP bridge, and what ``KCP_ADDR`` says."""
+
+    hosts: tuple[str, ...]  # loopback addresses to listen on inside
+    port: int
+    kcp_addr: str
+
+
+def kcp_inside(host: str, port: int) -> KcpInside:
+    """A host that resolves to loopback only (``localhost``) keeps its name in ``KCP_ADDR``
+    and is served on those addresses inside; any other is ``127.0.0.1:<port>`` inside."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        infos = []
+    addresses = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
+    if addresses and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
+        return KcpInside(addresses, port, f"{host}:{port}")
+    return KcpInside((LOOPBACK,), port, f"{LOOPBACK}:{port}")
+
+
 async def _namespace_side(
-    admission_port: int, metrics_port: int, kcp_port: int | None, run: Path, command: Sequence[str]
+    targets: Sequence[int], kcp: KcpInside | None, run: Path, command: Sequence[str]
 ) -> int:
-    """The command's namespace: its two ports out, its KCP requests to the host side."""
+    """The command's namespace: its published ports out, its KCP requests to the host side."""
     bridges = Bridges()
     servers = [
         await asyncio.start_unix_server(
-            bridges.handler(_tcp((LOOPBACK, admission_port))), path=str(run / "admission.sock")
-        ),
-        await asyncio.start_unix_server(
-            bridges.handler(_tcp((LOOPBACK, metrics_port))), path=str(run / "metrics.sock")
-        ),
+            bridges.handler(_tcp((LOOPBACK, target))), path=str(_port_socket(run, i))
+        )
+        for i, target in enumerate(targets)
     ]
     env = dict(os.environ)
     env.pop("KCP_ADDR", None)
-    if kcp_port is not None:
-        servers.append(
-            await asyncio.start_server(bridges.handler(_unix(run / "kcp.sock")), LOOPBACK, kcp_port)
-        )
-        env["KCP_ADDR"] = f"{LOOPBACK}:{kcp_port}"
+    if kcp is not None:
+        to_host = bridges.handler(_unix(run / "kcp.sock"))
+        failure: OSError | None = None
+        for host in kcp.hosts:
+            try:
+                servers.append(await asyncio.start_server(to_host, host, kcp.port))
+            except OSError as exc:  # e.g. ::1 where the namespace has no IPv6
+                failure = exc
+        if failure is not None and len(servers) == len(targets):
+            raise failure  # not one address of the KCP could be served inside
+        env["KCP_ADDR"] = kcp.kcp_addr
     try:
         process = await asyncio.create_subprocess_exec(*command, env=env)
     except OSError as exc:
@@ -251,7 +319,11 @@ def _listen(address: tuple[str, int]) -> socket.socket:
 
 
 def _start_namespace_side(
-    args: argparse.Namespace, command: list[str], run: Path, inherited: Sequence[socket.socket]
+    targets: Sequence[int],
+    kcp: KcpInside | None,
+    command: list[str],
+    run: Path,
+    inherited: Sequence[socket.socket],
 ) -> int:
     """Fork the namespace side; return its pid once its namespace exists (or raise)."""
     ready_r, ready_w = os.pipe()
@@ -266,10 +338,11 @@ def _start_namespace_side(
             os.write(ready_w, str(exc).encode() or b"failed")
             os._exit(EXIT_NO_NAMESPACE)
         os.close(ready_w)
-        kcp_port = args.kcp[1] if args.kcp is not None else None
-        code = asyncio.run(
-            _namespace_side(args.admission[1], args.metrics[1], kcp_port, run, command)
-        )
+        try:
+            code = asyncio.run(_namespace_side(targets, kcp, run, command))
+        except BaseException as exc:  # never fall back into the parent's code after fork
+            print(f"{PROG}: namespace side failed: {exc!r}", file=sys.stderr)
+            code = 1
         os._exit(code if 0 <= code < 256 else 1)
     os.close(ready_w)
     with os.fdopen(ready_r, "rb") as ready:
@@ -292,11 +365,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         print(f"{PROG}: error: no command after --", file=sys.stderr)
         return 2
+    published: list[tuple[str, int, int]] = [
+        (address[0], address[1], address[1])
+        for address in (args.admission, args.metrics)
+        if address is not None
+    ]
+    published += args.publish
+    kcp_target = kcp_inside(*args.kcp) if args.kcp is not None else None
     run = Path(tempfile.mkdtemp(prefix="webhook-netns-"))
     listening: list[socket.socket] = []
+    kcp: socket.socket | None = None
     try:
         try:
-            listening += [_listen(args.admission), _listen(args.metrics)]
+            listening += [_listen((host, port)) for host, port, _ in published]
         except OSError as exc:
             print(f"{PROG}: cannot listen: {exc}", file=sys.stderr)
             return 1
@@ -304,9 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             kcp = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             kcp.bind(str(run / "kcp.sock"))
             kcp.listen(128)
-            listening.append(kcp)
+        inherited = [*listening, *([kcp] if kcp is not None else [])]
+        targets = [target for _, _, target in published]
         try:
-            child = _start_namespace_side(args, command, run, listening)
+            child = _start_namespace_side(targets, kcp_target, command, run, inherited)
         except NamespaceUnavailable as exc:
             print(
                 f"{PROG}: cannot give the webhook a network namespace of its own ({exc}); "
@@ -316,9 +398,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return EXIT_NO_NAMESPACE
-        return asyncio.run(_host_side(listening, args.kcp, child, run))
+        return asyncio.run(_host_side(listening, kcp, args.kcp, child, run))
     finally:
-        for s in listening:
+        for s in [*listening, *([kcp] if kcp is not None else [])]:
             s.close()
         shutil.rmtree(run, ignore_errors=True)
 

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 import ssl
 import sys
 from collections.abc import Mapping
@@ -306,15 +305,7 @@ class WebhookProcess:
     async def kill(self) -> int | None:
         """SIGKILL to the process group (a crash: no drain, no goodbye); returns its exit code."""
         process, self._process = self._process, None
-        if process is None or process.pid is None:
-            return None
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # our own group: pgid == pid
-        except ProcessLookupError:
-            pass
-        else:
-            process.record.stop_signal = "SIGKILL"
-        return await process.stop()
+        return await process.kill() if process is not None else None
 
     async def restart(self) -> None:
         """Stop, then start on the same ports (a rotation restarts a bring-your-own webhook

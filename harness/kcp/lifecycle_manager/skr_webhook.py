@@ -59,15 +59,18 @@ class SkrWebhookManager:
         target: Callable[[str], SkrWebhook | None],
     ) -> None:
         """``watchers``: every Watcher the SKRs should serve now (valid and routed);
-        ``target``: Kyma name → its SKR's webhook (None: this KCP has none for it)."""
+        ``target``: runtime id → its SKR's webhook (None: this KCP has none for it); by
+        runtime id, not by Kyma name, as a Kyma may be called anything."""
         self.certificates = certificates
         self._watchers = watchers
         self._target = target
 
-    def _skr(self, name: str) -> SkrWebhook:
-        target = self._target(name)
+    def _skr(self, name: str, runtime_id: str) -> SkrWebhook:
+        target = self._target(runtime_id)
         if target is None:
-            raise HarnessError(f"no Runtime Watcher installation for Kyma {name}")
+            raise HarnessError(
+                f"no Runtime Watcher installation for Kyma {name} (runtime {runtime_id})"
+            )
         return target
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
@@ -83,15 +86,17 @@ class SkrWebhookManager:
             if not skr_domain:
                 missing += (" and " if missing else "") + "annotation " + SKR_DOMAIN_ANNOTATION
             raise HarnessError(f"Kyma {name} has no {missing}: no certificate can be issued")
-        skr = self._skr(name)
+        skr = self._skr(name, runtime_id)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)
         return await skr.repair(self._watchers, (cert.issued, cert.ca_bundle_pem))
 
     async def remove(self, kyma: Obj, *, skr_reachable: bool = True) -> None:
         """The Kyma goes: its SKR's watcher resources (when the SKR can be reached), then
         its KCP certificate."""
-        name = str((kyma.get("metadata") or {}).get("name"))
-        target = self._target(name)
+        meta = kyma.get("metadata") or {}
+        name = str(meta.get("name"))
+        runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
+        target = self._target(runtime_id) if runtime_id else None
         if target is not None and skr_reachable:
             await target.remove()
         await delete(self.certificates.api, SECRETS, secret_name(name), ISTIO_NAMESPACE)

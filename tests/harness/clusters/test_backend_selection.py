@@ -117,3 +117,22 @@ def test_a_webhook_command_comes_from_the_command_line_over_the_environment() ->
 def test_bad_webhook_commands_say_what_is_wrong(env: dict[str, str], message: str) -> None:
     with pytest.raises(BackendSelectionError, match=message):
         choose_backend("local", env=env)
+
+
+def test_a_klm_command_comes_from_the_command_line_over_the_environment(tmp_path: Path) -> None:
+    env = {"WATCHER_HARNESS_KLM_COMMAND": "/opt/klm/bin/manager --oci-registry-host=r"}
+    choice = choose_backend("local", env=env)
+    assert choice.klm_command == ("/opt/klm/bin/manager", "--oci-registry-host=r")
+    assert choice.klm_crds is None
+    override = BackendOverride(klm_command="other", klm_crds=str(tmp_path))
+    choice = choose_backend("local", env=env, override=override)
+    assert (choice.klm_command, choice.klm_crds) == (("other",), tmp_path)
+    assert choose_backend("local", env={}).klm_command == ()
+
+
+def test_a_klm_crd_folder_must_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    with pytest.raises(BackendSelectionError, match=f"KLM CRDs: {missing} is not a folder"):
+        choose_backend("local", env={"WATCHER_HARNESS_KLM_CRDS": str(missing)})
+    with pytest.raises(BackendSelectionError, match=r"--klm-command: .* is not a command line"):
+        choose_backend("local", env={}, override=BackendOverride(klm_command="'open"))

@@ -1,9 +1,11 @@
-"""How KLM reaches a Kyma's SKR: the kubeconfig in the KCP Secret ``kcp-system/<kyma>``.
+"""How KLM reaches a Kyma's SKR: the kubeconfig in the one KCP Secret labelled with its name.
 
-Provisioning writes that Secret (key ``config``, label ``operator.kyma-project.io/kyma-name``;
-the harness environment does it for its SKRs); KLM reads it in every reconcile
-(klm-reference §2.1). A missing Secret, a missing key or a kubeconfig that does not parse
-is an :class:`SkrAccessError` — the reconcile sets the Kyma ``Error`` and backs off. One
+Provisioning writes that Secret in ``kcp-system`` (key ``config``, label
+``operator.kyma-project.io/kyma-name: <kyma>``, usually also named ``<kyma>``; the harness
+environment does it for its SKRs); KLM finds it **by the label**, whatever it is called,
+in every reconcile (klm-reference §2.1, upstream's ``accessmanager``). No such Secret,
+more than one, a missing key or a kubeconfig that does not parse is an
+:class:`SkrAccessError` — the reconcile sets the Kyma ``Error`` and backs off. One
 client per Kyma is kept while the Secret's resourceVersion stays the same, so a rotated
 kubeconfig is picked up by the next reconcile.
 """
@@ -20,7 +22,7 @@ from kubernetes_asyncio.config import ConfigException, new_client_from_config_di
 
 from harness.clusters.plane import USER_AGENT
 from harness.errors import HarnessError
-from harness.kube import SECRETS, get, resource_version
+from harness.kube import SECRETS, list_objects, resource_version
 from watcher.domain import KCP_NAMESPACE, KUBECONFIG_KEY, KYMA_NAME_LABEL
 
 
@@ -48,10 +50,16 @@ class SkrClients:
         self._clients: dict[str, tuple[str, ApiClient]] = {}
 
     async def client(self, kyma: str) -> ApiClient:
-        secret = await get(self._kcp, SECRETS, kyma, KCP_NAMESPACE)
-        where = f"Secret {KCP_NAMESPACE}/{kyma}"
-        if secret is None:
-            raise SkrAccessError(f"no SKR kubeconfig: {where} not found")
+        label = f"{KYMA_NAME_LABEL}={kyma}"
+        found, _ = await list_objects(self._kcp, SECRETS, KCP_NAMESPACE, label_selector=label)
+        if len(found) != 1:
+            names = ", ".join(sorted(s["metadata"]["name"] for s in found))
+            raise SkrAccessError(
+                f"no SKR kubeconfig: {len(found)} Secrets in {KCP_NAMESPACE} are labelled "
+                f"{label}" + (f" ({names}); KLM needs exactly one" if found else "")
+            )
+        secret = found[0]
+        where = f"Secret {KCP_NAMESPACE}/{secret['metadata']['name']}"
         version = resource_version(secret)
         cached = self._clients.get(kyma)
         if cached is not None and cached[0] == version:

@@ -1,0 +1,337 @@
+"""Any Lifecycle Manager in the loop: a KLM build as a process, the harness as its cluster.
+
+With a KLM command (``--klm-command``, ``WATCHER_HARNESS_KLM_COMMAND``), the harness
+stops being the Lifecycle Manager and plays only what a KCP and its SKRs provide, so
+upstream's Go KLM (or any build) runs as it would in a landscape:
+
+1. clusters (the KCP, one per SKR), the KLM's CRDs (``--klm-crds``, default ours) plus
+   cert-manager's and Istio's in the KCP, ``kcp-system`` and ``istio-system``;
+2. **cert-manager** (:class:`harness.platform.cert_manager.CertManager`) and KLM's
+   deployment config for the watcher (:mod:`harness.environment.klm_platform`): the CA
+   chain, and the Gateway whose host and port are the real gateway's;
+3. the **KLM process** (:class:`harness.kcp.klm_process.KlmProcess`), observed through
+   its log and metrics only;
+4. **Istio's ingress**: once KLM wrote the gateway Secret ``istio-system/klm-istio-gateway``
+   (from the CA), Envoy serves it on the Gateway's port, follows it
+   (:class:`GatewayCredentialSync`) and routes KLM's VirtualServices
+   (:class:`VirtualServiceSync`) — ``klm-controller-manager-events.kcp-system:8082`` being
+   KLM's listener port on loopback (plain HTTP, XFCC, as behind Istio's sidecar);
+5. per SKR, **the kubelet** (:class:`harness.platform.kubelet.Kubelet`): the Deployment
+   KLM applies runs as a host process (our webhook, or ``--webhook-command``) in a
+   network namespace of its own, reachable through its Service's EndpointSlice;
+6. what provisioning writes per SKR (the access Secret labelled with the Kyma name, the
+   KCP Kyma), the spec's Watchers and catalog; then every Kyma must become ``Ready``.
+
+Everything unwinds in reverse, also when a step fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.clusters import ports
+from harness.clusters.backends import open_backend
+from harness.clusters.plane import Environment as Clusters
+from harness.environment.klm_platform import (
+    CA_CERTIFICATE,
+    watcher_ca_chain,
+    watcher_gateway,
+)
+from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
+from harness.errors import HarnessError
+from harness.kcp.gateway.credential import GatewayCredentialSync
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
+from harness.kcp.klm_process import KlmFlags, KlmProcess
+from harness.kcp.lifecycle_manager.kyma.skr_access import kubeconfig_secret
+from harness.kcp.tls_secret import SecretLayoutError, tls_data
+from harness.kube import (
+    GATEWAYS,
+    KYMAS,
+    MODULE_RELEASE_METAS,
+    MODULE_TEMPLATES,
+    SECRETS,
+    WATCHERS,
+    Resource,
+    apply_crds,
+    create_or_replace,
+    ensure_namespace,
+    get,
+)
+from harness.platform.cert_manager import CertManager
+from harness.platform.kubelet import Kubelet
+from harness.skr.webhook import webhook_executable
+from watcher import pki
+from watcher.domain import (
+    GATEWAY_SECRET_NAME,
+    ISTIO_NAMESPACE,
+    KCP_NAMESPACE,
+    RUNTIME_ID_LABEL,
+    SKR_DOMAIN_ANNOTATION,
+    SKR_NAMESPACE,
+)
+from watcher.render.envoy import TlsFiles
+
+logger = logging.getLogger("harness.environment.any_klm")
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
+OUR_KLM_CRDS = tuple(FIXTURES / f"{n}.yaml" for n in ("kyma", "watcher", "catalog", "manifest"))
+PLATFORM_CRDS = (FIXTURES / "istio.yaml", FIXTURES.parent / "platform" / "cert-manager.yaml")
+"""Istio's (as the in-process KLM's KCP has) and cert-manager's: never in the rendered KCP
+manifests (``fixtures/platform``: schemaless, they would replace a real cert-manager's)."""
+CERTIFICATES = Resource("cert-manager.io", "v1", "certificates", "Certificate")
+ISSUERS = Resource("cert-manager.io", "v1", "issuers", "Issuer")
+WEBHOOK_IMAGES = ("runtime-watcher", "skr-webhook", "watcher-webhook")
+"""Image repositories (last path segment) the kubelet runs as the SKR webhook."""
+INSTANCE_ID_LABEL = "kyma-project.io/instance-id"
+
+
+def klm_crd_files(folder: Path | None) -> tuple[Path, ...]:
+    """The KLM's CRDs: every YAML file of ``folder``, else the harness's own."""
+    if folder is None:
+        return OUR_KLM_CRDS
+    files = tuple(sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml")))
+    if not files:
+        raise HarnessError(f"KLM CRDs: no .yaml files in {folder}")
+    return files
+
+
+def webhook_commands(command: Sequence[str]) -> Callable[[str], Sequence[str] | None]:
+    """Image → what the kubelet runs: the SKR webhook's images run ``command`` (a
+    bring-your-own webhook) or ours; other images have no host command."""
+    argv = tuple(command) or (webhook_executable(),)
+
+    def for_image(image: str) -> Sequence[str] | None:
+        repository = image.rsplit("@", 1)[0]
+        last = repository.rsplit("/", 1)[-1].split(":", 1)[0]
+        return argv if last in WEBHOOK_IMAGES else None
+
+    return for_image
+
+
+@dataclass
+class KlmEnvironment:
+    """Handles to every part of an environment around a KLM process."""
+
+    spec: EnvironmentSpec
+    clusters: Clusters
+    kcp_api: ApiClient
+    skr_apis: dict[str, ApiClient]
+    klm: KlmProcess
+    cert_manager: CertManager
+    gateway: EnvoyGateway
+    registry: ServiceRegistry
+    sync: VirtualServiceSync
+    kubelets: dict[str, Kubelet]
+    workdir: Path
+    stack: AsyncExitStack
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds each start-up phase took (for the report and the README)."""
+
+    def kyma_key(self, skr: str) -> str:
+        for s in self.spec.skrs:
+            if s.name == skr:
+                return f"{KCP_NAMESPACE}/{s.kyma_name}"
+        raise KeyError(f"no SKR {skr!r}")
+
+
+async def _wait_secret(api: ApiClient, namespace: str, name: str, within: float) -> dict[str, Any]:
+    async with asyncio.timeout(within):
+        while True:
+            secret = await get(api, SECRETS, name, namespace)
+            if secret is not None:
+                try:
+                    tls_data(secret)
+                except SecretLayoutError:
+                    pass
+                else:
+                    return secret
+            await asyncio.sleep(0.1)
+
+
+async def wait_kyma_ready(api: ApiClient, name: str, within: float) -> None:
+    """Until the KCP Kyma ``name`` is Ready; a timeout says where it stands."""
+    state, operation = "", ""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                status = ((await get(api, KYMAS, name, KCP_NAMESPACE)) or {}).get("status") or {}
+                state = status.get("state", "")
+                operation = (status.get("lastOperation") or {}).get("operation", "")
+                if state == "Ready":
+                    return
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise HarnessError(
+            f"Kyma {KCP_NAMESPACE}/{name} not Ready within {within:g} s "
+            f"(state {state or 'none'}: {operation or 'never reconciled'})"
+        ) from None
+
+
+async def _provision(env: KlmEnvironment) -> None:
+    """The catalog, the Watchers; per SKR the access Secret, then the KCP Kyma."""
+    api = env.kcp_api
+    for obj in env.spec.catalog:
+        resource = MODULE_TEMPLATES if obj["kind"] == "ModuleTemplate" else MODULE_RELEASE_METAS
+        await create_or_replace(api, resource, obj)
+    for obj in env.spec.all_watchers:
+        await ensure_namespace(api, obj["metadata"]["namespace"])
+        await create_or_replace(api, WATCHERS, dict(obj))
+    for skr in env.spec.skrs:
+        kubeconfig = env.clusters[skr.name].kubeconfig_embedded
+        await create_or_replace(api, SECRETS, kubeconfig_secret(skr.kyma_name, kubeconfig))
+        if not skr.create_kyma:
+            continue
+        kyma = {
+            "apiVersion": "operator.kyma-project.io/v1beta2",
+            "kind": "Kyma",
+            "metadata": {
+                "name": skr.kyma_name,
+                "namespace": KCP_NAMESPACE,
+                "labels": {RUNTIME_ID_LABEL: skr.runtime_id, INSTANCE_ID_LABEL: skr.runtime_id},
+                "annotations": {SKR_DOMAIN_ANNOTATION: skr.skr_domain},
+            },
+            "spec": {"channel": "regular"},
+        }
+        await create_or_replace(api, KYMAS, kyma)
+
+
+@asynccontextmanager
+async def klm_environment(
+    spec: EnvironmentSpec, *, ready_within: float = 120.0
+) -> AsyncIterator[KlmEnvironment]:
+    """Bring up the clusters, the platform and the KLM process of ``spec.backend``."""
+    choice = spec.backend
+    if not choice.klm_command:
+        raise HarnessError("klm_environment needs a KLM command (--klm-command)")
+    loop = asyncio.get_running_loop()
+    timings: dict[str, float] = {}
+    started = loop.time()
+
+    def phase(name: str) -> None:
+        timings[name] = round(loop.time() - started - sum(timings.values()), 3)
+
+    async with AsyncExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="klm-env-")))
+        log_dir = spec.log_dir or workdir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        backend = open_backend(
+            choice,
+            log_dir=spec.log_dir,
+            namespaces={
+                "kcp": [KCP_NAMESPACE, ISTIO_NAMESPACE],
+                **{s.name: [SKR_NAMESPACE] for s in spec.skrs},
+            },
+        )
+        clusters = await stack.enter_async_context(
+            backend.start(["kcp", *(s.name for s in spec.skrs)])
+        )
+        kcp_api = await stack.enter_async_context(clusters["kcp"].api_client())
+        skr_apis = {
+            s.name: await stack.enter_async_context(clusters[s.name].api_client())
+            for s in spec.skrs
+        }
+        phase("clusters")
+        await apply_crds(kcp_api, [*klm_crd_files(choice.klm_crds), *PLATFORM_CRDS])
+        for namespace in (KCP_NAMESPACE, ISTIO_NAMESPACE):
+            await ensure_namespace(kcp_api, namespace)
+        cert_manager = await stack.enter_async_context(CertManager(kcp_api))
+        host = ports.LOOPBACK
+        gateway_port = ports.free_port()
+        await create_or_replace(kcp_api, GATEWAYS, watcher_gateway(host, gateway_port))
+        for obj in watcher_ca_chain(host):
+            resource = CERTIFICATES if obj["kind"] == "Certificate" else ISSUERS
+            await create_or_replace(kcp_api, resource, obj)
+        await cert_manager.wait_issued(ISTIO_NAMESPACE, CA_CERTIFICATE, within=60)
+        phase("platform")
+
+        klm = await stack.enter_async_context(
+            KlmProcess(
+                choice.klm_command,
+                kubeconfig=clusters["kcp"].kubeconfig,
+                log_path=log_dir / "lifecycle-manager.log",
+                flags=KlmFlags(
+                    success_interval=spec.intervals.success,
+                    busy_interval=spec.intervals.busy,
+                    warning_interval=spec.intervals.warning,
+                    error_base=spec.intervals.error,
+                    error_max=spec.intervals.error_max,
+                    workers=spec.klm_workers,
+                ),
+            )
+        )
+        phase("klm")
+
+        try:
+            secret = await _wait_secret(kcp_api, ISTIO_NAMESPACE, GATEWAY_SECRET_NAME, 60)
+        except TimeoutError:
+            raise HarnessError(
+                f"the KLM wrote no gateway Secret {ISTIO_NAMESPACE}/{GATEWAY_SECRET_NAME} "
+                f"within 60 s; its log ends:\n{klm.log_tail()}"
+            ) from None
+        served = tls_data(secret)
+        (workdir / "gateway").mkdir()
+        files = pki.write_secret_files(workdir / "gateway", served)
+        gateway = await stack.enter_async_context(
+            EnvoyGateway(
+                TlsFiles(str(files["tls.crt"]), str(files["tls.key"]), str(files["ca.crt"])),
+                port=gateway_port,
+                log_dir=spec.log_dir,
+            )
+        )
+        await stack.enter_async_context(GatewayCredentialSync(kcp_api, gateway, applied=served))
+        registry = ServiceRegistry()
+        registry.register(*KLM_SERVICE, (ports.LOOPBACK, klm.listener_port))
+        sync = await stack.enter_async_context(VirtualServiceSync(kcp_api, gateway, registry))
+        phase("gateway")
+
+        commands = webhook_commands(choice.webhook_command)
+        kubelets = {
+            s.name: await stack.enter_async_context(
+                Kubelet(
+                    skr_apis[s.name],
+                    cluster=s.name,
+                    workdir=workdir / "kubelet" / s.name,
+                    commands=commands,
+                    log_dir=log_dir,
+                )
+            )
+            for s in spec.skrs
+        }
+        env = KlmEnvironment(
+            spec=spec,
+            clusters=clusters,
+            kcp_api=kcp_api,
+            skr_apis=skr_apis,
+            klm=klm,
+            cert_manager=cert_manager,
+            gateway=gateway,
+            registry=registry,
+            sync=sync,
+            kubelets=kubelets,
+            workdir=workdir,
+            stack=stack,
+            timings=timings,
+        )
+        await _provision(env)
+        await asyncio.gather(
+            *(
+                wait_kyma_ready(kcp_api, s.kyma_name, ready_within)
+                for s in spec.skrs
+                if s.create_kyma
+            )
+        )
+        phase("kymas-ready")
+        yield env
+
+
+__all__ = ["KlmEnvironment", "klm_environment", "wait_kyma_ready", "webhook_commands"]

@@ -1,0 +1,106 @@
+"""What a KCP gives any Lifecycle Manager before it starts, as KLM's deployment writes it.
+
+KLM's own configuration (``config/certmanager/certificate_watcher.yaml`` and
+``config/watcher/gateway.yaml`` in kyma-project/lifecycle-manager) deploys, beside the
+manager, a cert-manager chain for the Runtime Watcher and the Istio Gateway its Watchers
+attach to. The harness writes the same objects, adapted only where a loopback machine
+differs from a landscape:
+
+* a self-signed root ``Issuer istio-system/klm-watcher-root``, the CA ``Certificate
+  istio-system/klm-watcher-serving`` (``isCA``, Secret ``klm-watcher``, 90 days, renewed 61
+  days before, RSA 4096, KLM's subject) and the CA ``Issuer
+  istio-system/klm-watcher-selfsigned`` (KLM's ``--self-signed-cert-issuer-name``) that
+  signs each Kyma's ``<kyma>-webhook-tls``. The CA doubles as the gateway's serving
+  certificate, so its SANs name the address the SKR webhooks dial — here the gateway's
+  loopback address instead of ``listener.kyma.cloud.sap``;
+* the ``Gateway kcp-system/klm-watcher`` (one server, one host, HTTPS ``MUTUAL`` TLS 1.3,
+  ``credentialName: klm-istio-gateway``) whose host and port KLM puts into every SKR
+  webhook's ``KCP_ADDR`` — here the gateway's real loopback address and port, so no
+  ``--listener-port-overwrite`` is needed.
+
+Pure: dicts only; the environment applies them and the harness's cert-manager issues.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from watcher.domain import ISTIO_NAMESPACE, KCP_NAMESPACE
+from watcher.render.virtualservice import gateway_dict
+
+ROOT_ISSUER = "klm-watcher-root"
+CA_CERTIFICATE = "klm-watcher-serving"
+CA_SECRET = "klm-watcher"
+CA_ISSUER = "klm-watcher-selfsigned"
+GATEWAY_NAME = "klm-watcher"
+
+KLM_SUBJECT = {
+    "organizationalUnits": ["BTP Kyma Runtime"],
+    "organizations": ["SAP SE"],
+    "localities": ["Walldorf"],
+    "provinces": ["Baden-Württemberg"],
+    "countries": ["DE"],
+}
+MANAGED_BY = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _issuer(
+    name: str, spec: dict[str, Any], labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": ISTIO_NAMESPACE}
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Issuer",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def watcher_ca_chain(gateway_host: str, *, key_size: int = 4096) -> list[dict[str, Any]]:
+    """Root issuer → CA certificate (its SANs: ``gateway_host``) → CA issuer, in the order
+    they must exist."""
+    sans: dict[str, list[str]] = (
+        {"ipAddresses": [gateway_host]} if _is_ip(gateway_host) else {"dnsNames": [gateway_host]}
+    )
+    certificate = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": CA_CERTIFICATE, "namespace": ISTIO_NAMESPACE},
+        "spec": {
+            **sans,
+            "isCA": True,
+            "commonName": "klm-watcher-selfsigned-ca",
+            "subject": KLM_SUBJECT,
+            "secretName": CA_SECRET,
+            "secretTemplate": {"labels": dict(MANAGED_BY)},
+            "privateKey": {"rotationPolicy": "Always", "algorithm": "RSA", "size": key_size},
+            "issuerRef": {"name": ROOT_ISSUER, "kind": "Issuer", "group": "cert-manager.io"},
+            "duration": "2160h",
+            "renewBefore": "1464h",
+        },
+    }
+    return [
+        _issuer(ROOT_ISSUER, {"selfSigned": {}}),
+        certificate,
+        _issuer(
+            CA_ISSUER,
+            {"ca": {"secretName": CA_SECRET}},
+            labels={"operator.kyma-project.io/purpose": "klm-watcher-cert-manager", **MANAGED_BY},
+        ),
+    ]
+
+
+def watcher_gateway(host: str, port: int) -> dict[str, Any]:
+    """KLM's Gateway with the gateway's real address (what becomes ``KCP_ADDR``)."""
+    return gateway_dict(GATEWAY_NAME, namespace=KCP_NAMESPACE, hosts=(host,), port=port)

@@ -1,0 +1,219 @@
+"""What a Lifecycle Manager says in its log, read as observations — for any KLM build.
+
+A KLM the harness did not write can be observed only through what it shows anyone: the
+API objects it writes, its metrics and its log. Its log is where it says *which* Kyma it
+reconciles and *why*; its metrics count reconciles per controller only. Upstream's KLM
+logs one JSON object per line (zap, ``--log-level=2`` or higher for the reconcile
+lines)::
+
+    {"level":"LEVEL(-2)","date":"2026-11-28T00:15:03.32Z","msg":"Kyma reconciliation started",
+     "context":{"controller":"kyma","namespace":"kcp-system","name":"kyma-sample","reconcileID":"…"}}
+    {"level":"INFO","date":"…","logger":"listener",
+     "msg":"event received from SKR, adding kcp-system/kyma-sample to queue","context":{}}
+    {"level":"ERROR","date":"…","msg":"Reconciler error",
+     "context":{"controller":"kyma","namespace":"kcp-system","name":"kyma-sample","reconcileID":"…","error":"…"}}
+
+:func:`parse_record` reads such a line, :func:`observe` turns a record into an
+observation (a reconcile started, an event queued a Kyma, a reconcile failed), and
+:class:`ReconcileHistory` folds observations into reconciles with their triggers: a
+reconcile is ``watch-event`` when an event queued its Kyma since that Kyma's previous
+reconcile started (the work queue merges what arrived meanwhile), and carries the
+trigger a KLM declares itself (``context.trigger``, a capability of ours, not of
+upstream's) when there is one. Pure: no I/O, so hypothesis can drive it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+RECONCILE_STARTED = "Kyma reconciliation started"
+RECONCILER_ERROR = "Reconciler error"
+KYMA_CONTROLLER = "kyma"
+EVENT_QUEUED = re.compile(r"^event received from SKR, adding (?P<key>[^\s/]+/[^\s/]+) to queue$")
+WATCH_EVENT = "watch-event"
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One structured log line: ``at`` in epoch seconds."""
+
+    at: float
+    level: str
+    message: str
+    logger: str = ""
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _epoch(text: str) -> float | None:
+    """RFC 3339 with up to nanoseconds (Go's), ``Z`` or an offset → epoch seconds."""
+    match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", text)
+    if match is None:
+        return None
+    base, fraction, zone = match.groups()
+    zone = "+00:00" if zone == "Z" else zone
+    try:
+        stamp = dt.datetime.fromisoformat(base + zone)
+    except ValueError:
+        return None
+    return stamp.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def parse_record(line: str) -> LogRecord | None:
+    """A KLM log line (one JSON object with ``date`` or ``ts``, ``level``, ``msg``), or
+    None for anything else (a panic's text, a plain line)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("msg"), str):
+        return None
+    stamp = data.get("date", data.get("ts"))
+    at = _epoch(stamp) if isinstance(stamp, str) else None
+    if at is None:
+        return None
+    context = data.get("context")
+    return LogRecord(
+        at=at,
+        level=str(data.get("level", "")),
+        message=data["msg"],
+        logger=str(data.get("logger", "")),
+        context=context if isinstance(context, dict) else {},
+    )
+
+
+@dataclass(frozen=True)
+class ReconcileStarted:
+    at: float
+    kyma: str  # "namespace/name"
+    reconcile_id: str
+    trigger: str | None = None  # what the KLM says itself, if it does
+
+
+@dataclass(frozen=True)
+class EventQueued:
+    at: float
+    kyma: str
+
+
+@dataclass(frozen=True)
+class ReconcileFailed:
+    at: float
+    kyma: str
+    reconcile_id: str
+    error: str
+
+
+Observation = ReconcileStarted | EventQueued | ReconcileFailed
+
+
+def _kyma_key(context: Mapping[str, Any]) -> str | None:
+    name, namespace = context.get("name"), context.get("namespace")
+    if isinstance(name, str) and isinstance(namespace, str) and name and namespace:
+        return f"{namespace}/{name}"
+    return None
+
+
+def observe(record: LogRecord) -> Observation | None:
+    """What ``record`` says about the Kyma controller (None: nothing)."""
+    queued = EVENT_QUEUED.match(record.message)
+    if queued is not None:
+        return EventQueued(record.at, queued["key"])
+    context = record.context
+    if context.get("controller") != KYMA_CONTROLLER:
+        return None
+    key = _kyma_key(context)
+    if key is None:
+        return None
+    reconcile_id = str(context.get("reconcileID", ""))
+    if record.message == RECONCILE_STARTED:
+        trigger = context.get("trigger")
+        return ReconcileStarted(
+            record.at, key, reconcile_id, trigger if isinstance(trigger, str) else None
+        )
+    if record.message == RECONCILER_ERROR:
+        return ReconcileFailed(record.at, key, reconcile_id, str(context.get("error", "")))
+    return None
+
+
+@dataclass(frozen=True)
+class ObservedReconcile:
+    """One reconcile as the log shows it. ``queued_at``: the first event that queued it
+    (else the start); ``failed``: a ``Reconciler error`` came for this reconcile id."""
+
+    at: float
+    kyma: str
+    triggers: frozenset[str]
+    queued_at: float
+    reconcile_id: str = ""
+    failed: bool = False
+    error: str = ""
+
+    @property
+    def latency(self) -> float:
+        return self.at - self.queued_at
+
+
+class ReconcileHistory:
+    """Observations in log order → reconciles (append-only, like the log)."""
+
+    def __init__(self) -> None:
+        self.reconciles: list[ObservedReconcile] = []
+        self.events_queued: list[EventQueued] = []
+        self._pending_events: dict[str, float] = {}
+        self._by_id: dict[str, int] = {}
+
+    def add(self, observation: Observation) -> ObservedReconcile | None:
+        """Take one observation; return the reconcile it started or completed, if any."""
+        match observation:
+            case EventQueued(at=at, kyma=kyma):
+                self.events_queued.append(observation)
+                self._pending_events.setdefault(kyma, at)
+                return None
+            case ReconcileStarted(at=at, kyma=kyma, reconcile_id=rid, trigger=trigger):
+                queued = self._pending_events.pop(kyma, None)
+                triggers = {trigger} if trigger else set()
+                if queued is not None:
+                    triggers.add(WATCH_EVENT)
+                reconcile = ObservedReconcile(
+                    at=at,
+                    kyma=kyma,
+                    triggers=frozenset(triggers),
+                    queued_at=queued if queued is not None else at,
+                    reconcile_id=rid,
+                )
+                if rid:
+                    self._by_id[rid] = len(self.reconciles)
+                self.reconciles.append(reconcile)
+                return reconcile
+            case ReconcileFailed(reconcile_id=rid, error=error):
+                index = self._by_id.get(rid)
+                if index is None:
+                    return None
+                failed = dataclasses.replace(self.reconciles[index], failed=True, error=error)
+                self.reconciles[index] = failed
+                return failed
+        return None
+
+    def extend(self, observations: Iterable[Observation | None]) -> None:
+        for observation in observations:
+            if observation is not None:
+                self.add(observation)
+
+    def of(
+        self, kyma: str | None = None, trigger: str | None = None, since: float | None = None
+    ) -> list[ObservedReconcile]:
+        """Reconciles of ``kyma`` ("namespace/name"), with ``trigger``, started at or after
+        ``since``."""
+        return [
+            r
+            for r in self.reconciles
+            if (kyma is None or r.kyma == kyma)
+            and (trigger is None or trigger in r.triggers)
+            and (since is None or r.at >= since)
+        ]

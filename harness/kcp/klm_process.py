@@ -1,0 +1,328 @@
+"""A Lifecycle Manager as a process of its own — upstream's Go KLM, or any build.
+
+The harness hands the command KLM's own flags (``--kubeconfig``, ``--leader-elect=false``,
+the bind addresses of its metrics, health probe and SKR-event listener on free loopback
+ports, ``--log-level=2`` so it logs every reconcile, the requeue intervals, the worker
+count) after whatever the user's command already says, and observes it only through
+what it shows anyone:
+
+* **its log** (JSON lines, :mod:`harness.kcp.klm_log`): which Kyma it reconciles and
+  when, which events from SKRs queued which Kyma, which reconciles failed
+  (:attr:`KlmProcess.history`);
+* **its metrics** (``/metrics`` on the metrics address: controller-runtime's
+  ``controller_runtime_reconcile_total{controller="kyma"}`` and KLM's
+  ``lifecycle_mgr_*``), summed over incarnations as counters survive a restart;
+* its readiness (``/readyz`` on the health-probe address: ready once every controller
+  started).
+
+:class:`KlmProcess` owns successive incarnations on the same ports (the gateway's route
+to the listener stays valid across a restart), stopped by process group as every owned
+process is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from harness.aio import Service, spawn, stop_tasks
+from harness.clusters import ports, probes
+from harness.clusters.process import OwnedProcess, ProcessRecord, start_on_free_ports
+from harness.errors import HarnessError
+from harness.expect.prom import Sample, parse_samples, sample_sum
+from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
+
+logger = logging.getLogger("harness.kcp.klm_process")
+
+LOG_POLL = 0.05
+"""Seconds between looks at the log file for new lines."""
+
+
+class KlmProcessError(HarnessError, RuntimeError):
+    """The KLM process is not in the state the call needs, or did not become ready."""
+
+
+@dataclass(frozen=True)
+class KlmFlags:
+    """What the harness tells any KLM, by KLM's flag names (``None``: KLM's default)."""
+
+    success_interval: float | None = None  # --kyma-requeue-success-interval
+    busy_interval: float | None = None  # --kyma-requeue-busy-interval
+    warning_interval: float | None = None  # --kyma-requeue-warning-interval
+    error_base: float | None = None  # --failure-base-delay
+    error_max: float | None = None  # --failure-max-delay
+    workers: int | None = None  # --max-concurrent-kyma-reconciles
+    watcher_image_tag: str = "harness"  # --skr-watcher-image-tag (the kubelet maps images)
+    extra: tuple[str, ...] = ()  # the user's own flags, passed last
+
+    def argv(self, kubeconfig: Path, metrics: int, probe: int, listener: int) -> list[str]:
+        def seconds(value: float) -> str:
+            return f"{value:g}s"
+
+        out = [
+            f"--kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            f"--metrics-bind-address={ports.LOOPBACK}:{metrics}",
+            f"--health-probe-bind-address={ports.LOOPBACK}:{probe}",
+            f"--kyma-skr-listener-bind-address={ports.LOOPBACK}:{listener}",
+            "--log-level=2",
+            f"--skr-watcher-image-tag={self.watcher_image_tag}",
+        ]
+        durations = (
+            ("--kyma-requeue-success-interval", self.success_interval),
+            ("--kyma-requeue-busy-interval", self.busy_interval),
+            ("--kyma-requeue-warning-interval", self.warning_interval),
+            ("--failure-base-delay", self.error_base),
+            ("--failure-max-delay", self.error_max),
+        )
+        out += [f"{name}={seconds(value)}" for name, value in durations if value is not None]
+        if self.workers is not None:
+            out.append(f"--max-concurrent-kyma-reconciles={self.workers}")
+        return [*out, *self.extra]
+
+
+@dataclass
+class _Follower:
+    """Reads new complete lines of a growing log file, from a byte offset on."""
+
+    path: Path
+    offset: int = 0
+    partial: bytes = field(default=b"")
+
+    def read(self) -> list[str]:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(chunk)
+        data = self.partial + chunk
+        *lines, self.partial = data.split(b"\n")
+        return [line.decode("utf-8", "replace") for line in lines]
+
+
+class KlmProcess(Service):
+    """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        kubeconfig: Path,
+        log_path: Path,
+        flags: KlmFlags = KlmFlags(),
+        env: Mapping[str, str] | None = None,
+        ready_timeout: float = 60.0,
+        stop_timeout: float = 15.0,
+    ) -> None:
+        if not command:
+            raise KlmProcessError("the KLM command is empty")
+        self.command = tuple(command)
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.flags = flags
+        self._env = dict(os.environ if env is None else env)
+        self._ready_timeout = ready_timeout
+        self._stop_timeout = stop_timeout
+        self._metrics_port = self._probe_port = self._listener_port = 0
+        self._process: OwnedProcess | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._follower = _Follower(log_path)
+        self._reader: asyncio.Task[None] | None = None
+        self._scraped: list[list[Sample]] = []
+        self.records: list[ProcessRecord] = []
+        self.history = ReconcileHistory()
+        """Every reconcile and queued event the log showed, over all incarnations."""
+        self._changed = asyncio.Event()
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.running
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self.running else None
+
+    @property
+    def listener_port(self) -> int:
+        """Where KLM's SKR-event listener serves (plain HTTP, XFCC from the gateway)."""
+        if not self._listener_port:
+            raise KlmProcessError("the KLM was never started")
+        return self._listener_port
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{ports.LOOPBACK}:{self._metrics_port}/metrics"
+
+    def argv(self) -> list[str]:
+        return [
+            *self.command,
+            *self.flags.argv(
+                self.kubeconfig, self._metrics_port, self._probe_port, self._listener_port
+            ),
+        ]
+
+    def log_tail(self, lines: int = 25) -> str:
+        return self._process.log_tail(lines) if self._process is not None else ""
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200."""
+        if self.running:
+            raise KlmProcessError(f"the KLM is already running (pid {self.pid})")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+        if self._reader is None:
+            self._reader = spawn(self._follow(), "klm-log")
+        if self._listener_port:
+            await self._start_once()
+            return
+
+        async def on_fresh_ports() -> None:
+            self._metrics_port = ports.free_port()
+            self._probe_port = ports.free_port()
+            self._listener_port = ports.free_port()
+            await self._start_once()
+
+        try:
+            await start_on_free_ports(on_fresh_ports)
+        except BaseException:
+            self._metrics_port = self._probe_port = self._listener_port = 0
+            raise
+
+    async def _start_once(self) -> None:
+        assert self._session is not None
+        probe = probes.http_probe(
+            self._session,
+            f"http://{ports.LOOPBACK}:{self._probe_port}/readyz",
+            lambda status, _: status == 200,
+        )
+        process = OwnedProcess(
+            "lifecycle-manager",
+            self.argv(),
+            env=self._env,
+            log_path=self.log_path,
+            probe=probe,
+            ready_timeout=self._ready_timeout,
+            stop_timeout=self._stop_timeout,
+        )
+        self.records.append(process.record)
+        await process.__aenter__()
+        self._process = process
+        self._scraped.append([])
+
+    async def stop(self) -> None:
+        """Scrape the counters, then SIGTERM (controller-runtime drains its queues)."""
+        if self._process is not None:
+            await self._scrape()
+            process, self._process = self._process, None
+            await process.stop()
+        self._consume()  # the last lines the incarnation wrote
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def kill(self) -> None:
+        """SIGKILL: the process gets no chance to drain (as a crashed pod)."""
+        if self._process is None:
+            return
+        process, self._process = self._process, None
+        await process.kill()
+        self._consume()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.stop()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await stop_tasks([reader])
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the log ----------------------------------------------------------------------
+
+    def _consume(self) -> None:
+        for line in self._follower.read():
+            record = parse_record(line)
+            if record is None:
+                continue
+            observation = observe(record)
+            if observation is not None:
+                self.history.add(observation)
+                self._changed.set()
+
+    async def _follow(self) -> None:
+        while True:
+            self._consume()
+            await asyncio.sleep(LOG_POLL)
+
+    def reconciles(
+        self, kyma: str | None = None, trigger: str | None = None, since: float | None = None
+    ) -> list[ObservedReconcile]:
+        self._consume()
+        return self.history.of(kyma, trigger, since)
+
+    async def wait_for_reconcile(
+        self,
+        kyma: str,
+        trigger: str | None = None,
+        since: float | None = None,
+        timeout: float = 10.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
+    ) -> ObservedReconcile:
+        """The first reconcile of ``kyma`` (with ``trigger``, since ``since``) in the log."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    self._changed.clear()
+                    found = self.reconciles(kyma, trigger, since)
+                    if found:
+                        return found[0]
+                    await self._changed.wait()
+        except TimeoutError:
+            seen = self.reconciles(kyma)
+            raise KlmProcessError(
+                f"no reconcile of {kyma}"
+                + (f" triggered by {trigger}" if trigger else "")
+                + f" within {timeout:g} s; the log shows {len(seen)} reconcile(s) of it"
+                + (f", the last at {seen[-1].at:.3f} ({sorted(seen[-1].triggers)})" if seen else "")
+            ) from None
+
+    # -- metrics ----------------------------------------------------------------------
+
+    async def _scrape(self) -> None:
+        if self._session is None or not self.running or not self._scraped:
+            return
+        try:
+            async with self._session.get(self.metrics_url) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            logger.warning("scraping %s failed: %s", self.metrics_url, exc)
+            return
+        if response.status == 200:
+            self._scraped[-1] = parse_samples(text)
+
+    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """A metric now: the series whose labels include ``labels``, summed, over every
+        incarnation (0 when absent)."""
+        await self._scrape()
+        wanted = dict(labels or {})
+        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)
+
+    def __repr__(self) -> str:
+        return f"KlmProcess({' '.join(self.command)!r}, running={self.running})"

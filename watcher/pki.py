@@ -146,6 +146,15 @@ def create_ca(
     return CertificateAuthority(cert, key)
 
 
+def is_ip(value: str) -> bool:
+    """Whether ``value`` is an IP address (an IP SAN) rather than a DNS name."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _ip(value: str | IpAddress) -> IpAddress:
     return ipaddress.ip_address(value) if isinstance(value, str) else value
 

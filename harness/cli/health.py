@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from harness.cli.up import _owner_alive, state_file
+from harness.cli.up_state import owner_alive, state_file
 from watcher.health import cli as health_cli
 
 
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     path = state_file(args.name)
     state = json.loads(path.read_text()) if path.exists() else None
-    if state is None or not _owner_alive(state):
+    if state is None or not owner_alive(state):
         print(
             f"watcher-harness: no environment {args.name!r} is up; "
             "`watcher-harness up --detach` starts one",

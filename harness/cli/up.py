@@ -7,10 +7,7 @@ in the background and returns once it is ready; ``down`` stops it again. Its KCP
 small demo module catalog; ``up --scenario FILE`` brings up what a scenario file declares
 instead, without running its steps (:mod:`harness.cli.up_plan`).
 
-A running environment is described by a state file (``<cache>/envs/<name>.json``: owner
-PID, kubeconfigs, ports) that the owning process writes when ready and removes when it has
-stopped everything. ``down`` signals that PID — never a process found by name — after
-checking it still is our ``up`` process.
+A running environment is described by a state file (:mod:`harness.cli.up_state`).
 """
 
 from __future__ import annotations
@@ -19,8 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +23,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli.up_state import claim, detach, down, print_state
 from harness.errors import HarnessError
 from watcher.errors import WatcherError
 
@@ -37,19 +33,6 @@ if TYPE_CHECKING:
 
 # The environment (processes, aiohttp, kubernetes clients) is imported when ``up`` runs, so
 # ``validate``, ``list`` and ``down`` stay fast and work without it.
-
-DETACH_READY_TIMEOUT = 180.0
-DOWN_TIMEOUT = 60.0
-
-
-def state_dir() -> Path:
-    from harness.clusters.binaries import cache_root
-
-    return cache_root() / "envs"
-
-
-def state_file(name: str) -> Path:
-    return state_dir() / f"{name}.json"
 
 
 @asynccontextmanager
@@ -107,29 +90,6 @@ def describe(
     }
 
 
-def print_state(state: dict[str, Any]) -> None:
-    print(
-        f"environment {state['name']} (pid {state['pid']}), clusters ready in "
-        f"{state['startup_seconds']:.1f} s; kubeconfigs:"
-    )
-    for cluster, path in state["kubeconfigs"].items():
-        print(f"  {cluster:8} {path}")
-    print(f"gateway   {state['gateway']} (admin {state['gateway_admin']})")
-    if state["klm_listener"]:
-        print(f"KLM listener {state['klm_listener']}")
-    if state.get("klm_metrics"):
-        print(f"KLM metrics  {state['klm_metrics']}")
-    if state.get("watcher_health"):
-        print(f"watcher health: `watcher-harness health {state['name']}` prints the table")
-    for skr, hook in state["webhooks"].items():
-        print(f"webhook {skr}: {hook['url']} metrics {hook['metrics']}")
-    if state.get("scenario"):
-        scenario = state["scenario"]
-        print(f"scenario {scenario['name']} ({scenario['file']}): set up; no steps run")
-    if state.get("modules"):
-        print(state["modules"])
-
-
 def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
     """One line per event the Lifecycle Manager receives and per reconcile it runs, so a
     user who changes an SKR Kyma with kubectl sees the flow they caused."""
@@ -169,16 +129,7 @@ async def up(plan: Plan, name: str, *, live: bool = True) -> None:
     from harness.runner.scenario import setup_kymas
     from harness.runner.session import LiveSession
 
-    path = state_file(name)
-    if path.exists() and _owner_alive(json.loads(path.read_text())):
-        raise HarnessError(
-            f"environment {name!r} is already up (see {path}); "
-            f"`watcher-harness down {name}` stops it"
-        )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    path, stop = claim(name)
     async with (
         watcher_environment(plan.spec) as env,
         metrics_server(env) as klm_metrics,
@@ -198,85 +149,6 @@ async def up(plan: Plan, name: str, *, live: bool = True) -> None:
         finally:
             path.unlink(missing_ok=True)
     print("stopped; nothing left running.", flush=True)
-
-
-def _owner_alive(state: dict[str, Any]) -> bool:
-    """Is the state's PID still our ``up`` process (not a reused PID)?"""
-    try:
-        cmdline = Path(f"/proc/{int(state['pid'])}/cmdline").read_bytes().split(b"\0")
-    except (OSError, KeyError, ValueError):
-        return False
-    launched = any(part.endswith((b"harness.cli", b"watcher-harness")) for part in cmdline)
-    return launched and b"up" in cmdline
-
-
-def detach(name: str, up_args: list[str]) -> int:
-    """Start ``up --name NAME UP_ARGS`` in its own session; return once it is ready (or
-    say why not)."""
-    path = state_file(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    log = path.with_suffix(".log")
-    argv = [sys.executable, "-m", "harness.cli", "up", "--name", name, *up_args]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + DETACH_READY_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-            print(
-                f"watcher-harness: up exited with {proc.returncode}; last lines of {log}:\n{tail}",
-                file=sys.stderr,
-            )
-            return 1
-        if path.exists():
-            state = json.loads(path.read_text())
-            if state.get("pid") == proc.pid:
-                print_state(state)
-                print(
-                    f"running in the background (log {log}); "
-                    f"`watcher-harness down {name}` stops it."
-                )
-                return 0
-        time.sleep(0.2)
-    print(
-        f"watcher-harness: not ready after {DETACH_READY_TIMEOUT:.0f} s; stopping it (log {log})",
-        file=sys.stderr,
-    )
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(DOWN_TIMEOUT)
-    return 1
-
-
-def down(name: str) -> int:
-    path = state_file(name)
-    if not path.exists():
-        print(f"watcher-harness: no environment {name!r} is up (no {path})", file=sys.stderr)
-        return 1
-    state = json.loads(path.read_text())
-    if not _owner_alive(state):
-        path.unlink(missing_ok=True)
-        print(f"environment {name!r} was not running any more; removed its state file")
-        return 0
-    pid = int(state["pid"])
-    os.kill(pid, signal.SIGTERM)  # its handler stops every process it owns, in order
-    deadline = time.monotonic() + DOWN_TIMEOUT
-    while time.monotonic() < deadline:
-        if not _owner_alive(state):
-            print(f"environment {name!r} stopped; nothing left running.")
-            return 0
-        time.sleep(0.2)
-    print(
-        f"watcher-harness: environment {name!r} (pid {pid}) did not stop within "
-        f"{DOWN_TIMEOUT:.0f} s; see {path.with_suffix('.log')}",
-        file=sys.stderr,
-    )
-    return 1
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

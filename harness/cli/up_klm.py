@@ -13,12 +13,9 @@ import asyncio
 import dataclasses
 import json
 import os
-import signal
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.cli.up_plan import Plan
@@ -76,19 +73,10 @@ async def up_klm(plan: Plan, name: str, *, live: bool = True) -> None:
     """Bring up ``plan``'s clusters around the KLM command, record the state file, keep
     it running until SIGINT/SIGTERM."""
     from harness.aio import spawn, stop_tasks
-    from harness.cli.up import _owner_alive, print_state, state_file
+    from harness.cli.up_state import claim, print_state
     from harness.environment.any_klm import klm_environment
 
-    path = state_file(name)
-    if path.exists() and _owner_alive(json.loads(path.read_text())):
-        raise HarnessError(
-            f"environment {name!r} is already up (see {path}); "
-            f"`watcher-harness down {name}` stops it"
-        )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    path, stop = claim(name)
     spec = plan.spec
     if spec.catalog:
         print(

@@ -39,8 +39,8 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters import ports
-from harness.clusters.backends import open_backend
 from harness.clusters.plane import Environment as Clusters
+from harness.environment.compose import open_clusters
 from harness.environment.klm_platform import (
     CA_CERTIFICATE,
     watcher_ca_chain,
@@ -77,7 +77,6 @@ from watcher.domain import (
     KCP_NAMESPACE,
     RUNTIME_ID_LABEL,
     SKR_DOMAIN_ANNOTATION,
-    SKR_NAMESPACE,
 )
 from watcher.render.envoy import TlsFiles
 
@@ -224,22 +223,7 @@ async def klm_environment(
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="klm-env-")))
         log_dir = spec.log_dir or workdir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        backend = open_backend(
-            choice,
-            log_dir=spec.log_dir,
-            namespaces={
-                "kcp": [KCP_NAMESPACE, ISTIO_NAMESPACE],
-                **{s.name: [SKR_NAMESPACE] for s in spec.skrs},
-            },
-        )
-        clusters = await stack.enter_async_context(
-            backend.start(["kcp", *(s.name for s in spec.skrs)])
-        )
-        kcp_api = await stack.enter_async_context(clusters["kcp"].api_client())
-        skr_apis = {
-            s.name: await stack.enter_async_context(clusters[s.name].api_client())
-            for s in spec.skrs
-        }
+        _, clusters, kcp_api, skr_apis = await open_clusters(stack, spec)
         phase("clusters")
         await apply_crds(kcp_api, [*klm_crd_files(choice.klm_crds), *PLATFORM_CRDS])
         for namespace in (KCP_NAMESPACE, ISTIO_NAMESPACE):

@@ -28,6 +28,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import spawn, stop_tasks
 from harness.clusters.backends import open_backend
+from harness.clusters.plane import ClusterBackend
+from harness.clusters.plane import Environment as Clusters
 from harness.environment.core import WatcherEnvironment
 from harness.environment.hosting import (
     extra_san,
@@ -292,6 +294,27 @@ async def _start_health(
     return health
 
 
+async def open_clusters(
+    stack: AsyncExitStack, spec: EnvironmentSpec
+) -> tuple[ClusterBackend, Clusters, ApiClient, dict[str, ApiClient]]:
+    """The spec's backend started with the KCP and one cluster per SKR (closed by
+    ``stack``), and an API client for each."""
+    backend = open_backend(
+        spec.backend,
+        log_dir=spec.log_dir,
+        namespaces={
+            "kcp": [KCP_NAMESPACE, ISTIO_NAMESPACE],
+            **{s.name: [SKR_NAMESPACE] for s in spec.skrs},
+        },
+    )
+    clusters = await stack.enter_async_context(backend.start(["kcp", *(s.name for s in spec.skrs)]))
+    kcp_api = await stack.enter_async_context(clusters["kcp"].api_client())
+    skr_apis = {
+        s.name: await stack.enter_async_context(clusters[s.name].api_client()) for s in spec.skrs
+    }
+    return backend, clusters, kcp_api, skr_apis
+
+
 @asynccontextmanager
 async def watcher_environment(
     spec: EnvironmentSpec | None = None,
@@ -300,22 +323,7 @@ async def watcher_environment(
     spec = spec or EnvironmentSpec()
     async with AsyncExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="watcher-env-")))
-        backend = open_backend(
-            spec.backend,
-            log_dir=spec.log_dir,
-            namespaces={
-                "kcp": [KCP_NAMESPACE, ISTIO_NAMESPACE],
-                **{s.name: [SKR_NAMESPACE] for s in spec.skrs},
-            },
-        )
-        clusters = await stack.enter_async_context(
-            backend.start(["kcp", *(s.name for s in spec.skrs)])
-        )
-        kcp_api = await stack.enter_async_context(clusters["kcp"].api_client())
-        skr_apis = {
-            s.name: await stack.enter_async_context(clusters[s.name].api_client())
-            for s in spec.skrs
-        }
+        backend, clusters, kcp_api, skr_apis = await open_clusters(stack, spec)
         names = ("watcher", "kyma", "istio", "catalog", "manifest")
         # The SKRs get the Kyma and catalog CRDs now, as KLM's first contact would: a new
         # CRD's first write waits ~2 s in kube-apiserver, which passes while the rest

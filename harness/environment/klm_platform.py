@@ -23,10 +23,10 @@ Pure: dicts only; the environment applies them and the harness's cert-manager is
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from watcher.domain import ISTIO_NAMESPACE, KCP_NAMESPACE
+from watcher.pki import is_ip
 from watcher.render.virtualservice import gateway_dict
 
 ROOT_ISSUER = "klm-watcher-root"
@@ -43,14 +43,6 @@ KLM_SUBJECT = {
     "countries": ["DE"],
 }
 MANAGED_BY = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def _issuer(
@@ -71,7 +63,7 @@ def watcher_ca_chain(gateway_host: str, *, key_size: int = 4096) -> list[dict[st
     """Root issuer → CA certificate (its SANs: ``gateway_host``) → CA issuer, in the order
     they must exist."""
     sans: dict[str, list[str]] = (
-        {"ipAddresses": [gateway_host]} if _is_ip(gateway_host) else {"dnsNames": [gateway_host]}
+        {"ipAddresses": [gateway_host]} if is_ip(gateway_host) else {"dnsNames": [gateway_host]}
     )
     certificate = {
         "apiVersion": "cert-manager.io/v1",

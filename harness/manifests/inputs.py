@@ -10,7 +10,6 @@ sets rendered together always trust each other.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,20 +75,12 @@ def _host(kcp_addr: str) -> str:
     return kcp_addr.rpartition(":")[0].strip("[]")
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 def gateway_names(kcp_host: str, namespace: str = KCP_NAMESPACE) -> tuple[list[str], list[str]]:
     """(DNS names, IPs) the gateway certificate needs: the host SKRs dial and the
     gateway Service's in-cluster names."""
     dns = [f"{GATEWAY_NAME}.{namespace}.svc", f"{GATEWAY_NAME}.{namespace}.svc.cluster.local"]
     ips: list[str] = []
-    if _is_ip(kcp_host):
+    if pki.is_ip(kcp_host):
         ips.append(kcp_host)
     else:
         dns.insert(0, kcp_host)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 from collections.abc import Iterable
 from typing import Any
 
+from watcher.pki import is_ip
 from watcher.render.envoy_routes import (
     Destination,
     Route,
@@ -102,19 +102,11 @@ def _tls_certificate(files: TlsFiles) -> dict[str, Any]:
 def _validation_context(ca: str, server_name: str | None = None) -> dict[str, Any]:
     context: dict[str, Any] = {"trusted_ca": {"filename": ca}}
     if server_name:
-        san_type = "IP_ADDRESS" if _is_ip(server_name) else "DNS"
+        san_type = "IP_ADDRESS" if is_ip(server_name) else "DNS"
         context["match_typed_subject_alt_names"] = [
             {"san_type": san_type, "matcher": {"exact": server_name}}
         ]
     return context
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _envoy_route(route: Route, resolved: bool) -> dict[str, Any]:

@@ -46,19 +46,16 @@ from harness.environment.klm_platform import (
     watcher_ca_chain,
     watcher_gateway,
 )
+from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
 from harness.kcp.gateway.credential import GatewayCredentialSync
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.klm_process import KlmFlags, KlmProcess
-from harness.kcp.lifecycle_manager.kyma.skr_access import kubeconfig_secret
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
     GATEWAYS,
-    KYMAS,
-    MODULE_RELEASE_METAS,
-    MODULE_TEMPLATES,
     SECRETS,
     WATCHERS,
     Resource,
@@ -75,8 +72,6 @@ from watcher.domain import (
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
     KCP_NAMESPACE,
-    RUNTIME_ID_LABEL,
-    SKR_DOMAIN_ANNOTATION,
 )
 from watcher.render.envoy import TlsFiles
 
@@ -157,51 +152,15 @@ async def _wait_secret(api: ApiClient, namespace: str, name: str, within: float)
             await asyncio.sleep(0.1)
 
 
-async def wait_kyma_ready(api: ApiClient, name: str, within: float) -> None:
-    """Until the KCP Kyma ``name`` is Ready; a timeout says where it stands."""
-    state, operation = "", ""
-    try:
-        async with asyncio.timeout(within):
-            while True:
-                status = ((await get(api, KYMAS, name, KCP_NAMESPACE)) or {}).get("status") or {}
-                state = status.get("state", "")
-                operation = (status.get("lastOperation") or {}).get("operation", "")
-                if state == "Ready":
-                    return
-                await asyncio.sleep(0.1)
-    except TimeoutError:
-        raise HarnessError(
-            f"Kyma {KCP_NAMESPACE}/{name} not Ready within {within:g} s "
-            f"(state {state or 'none'}: {operation or 'never reconciled'})"
-        ) from None
-
-
-async def _provision(env: KlmEnvironment) -> None:
-    """The catalog, the Watchers; per SKR the access Secret, then the KCP Kyma."""
-    api = env.kcp_api
-    for obj in env.spec.catalog:
-        resource = MODULE_TEMPLATES if obj["kind"] == "ModuleTemplate" else MODULE_RELEASE_METAS
-        await create_or_replace(api, resource, obj)
+async def _provision(env: KlmEnvironment) -> list[str]:
+    """The Watchers, then what provisioning writes (catalog, access Secrets, KCP Kymas
+    with the instance id provisioning also labels them with); the Kymas written."""
     for obj in env.spec.all_watchers:
-        await ensure_namespace(api, obj["metadata"]["namespace"])
-        await create_or_replace(api, WATCHERS, dict(obj))
-    for skr in env.spec.skrs:
-        kubeconfig = env.clusters[skr.name].kubeconfig_embedded
-        await create_or_replace(api, SECRETS, kubeconfig_secret(skr.kyma_name, kubeconfig))
-        if not skr.create_kyma:
-            continue
-        kyma = {
-            "apiVersion": "operator.kyma-project.io/v1beta2",
-            "kind": "Kyma",
-            "metadata": {
-                "name": skr.kyma_name,
-                "namespace": KCP_NAMESPACE,
-                "labels": {RUNTIME_ID_LABEL: skr.runtime_id, INSTANCE_ID_LABEL: skr.runtime_id},
-                "annotations": {SKR_DOMAIN_ANNOTATION: skr.skr_domain},
-            },
-            "spec": {"channel": "regular"},
-        }
-        await create_or_replace(api, KYMAS, kyma)
+        await ensure_namespace(env.kcp_api, obj["metadata"]["namespace"])
+        await create_or_replace(env.kcp_api, WATCHERS, dict(obj))
+    return await provision(
+        env.kcp_api, env.spec, env.clusters, extra_labels={INSTANCE_ID_LABEL: "{runtime_id}"}
+    )
 
 
 @asynccontextmanager
@@ -306,16 +265,9 @@ async def klm_environment(
             stack=stack,
             timings=timings,
         )
-        await _provision(env)
-        await asyncio.gather(
-            *(
-                wait_kyma_ready(kcp_api, s.kyma_name, ready_within)
-                for s in spec.skrs
-                if s.create_kyma
-            )
-        )
+        await wait_kymas_ready(kcp_api, await _provision(env), ready_within)
         phase("kymas-ready")
         yield env
 
 
-__all__ = ["KlmEnvironment", "klm_environment", "wait_kyma_ready", "webhook_commands"]
+__all__ = ["KlmEnvironment", "klm_environment", "webhook_commands"]

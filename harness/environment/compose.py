@@ -38,6 +38,7 @@ from harness.environment.hosting import (
     resolve_host_address,
     skr_installation,
 )
+from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
@@ -48,7 +49,7 @@ from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates
 from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager
 from harness.kcp.lifecycle_manager.kyma.reconcile import SKR_CRDS, KymaReconcile
-from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients, kubeconfig_secret
+from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.manifest_controller import ManifestController
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
@@ -63,13 +64,11 @@ from harness.kube import (
     MANIFESTS,
     MODULE_RELEASE_METAS,
     MODULE_TEMPLATES,
-    SECRETS,
     VIRTUAL_SERVICES,
     WATCHERS,
     apply_crds,
     create_or_replace,
     ensure_namespace,
-    get,
     warm_up_writes,
 )
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
@@ -78,8 +77,6 @@ from watcher import pki
 from watcher.domain import (
     ISTIO_NAMESPACE,
     KCP_NAMESPACE,
-    RUNTIME_ID_LABEL,
-    SKR_DOMAIN_ANNOTATION,
     SKR_NAMESPACE,
 )
 from watcher.health.heartbeat import MANAGER as HEALTH_MANAGER
@@ -95,55 +92,11 @@ CRD_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
 
 
 async def _provision_kymas(env: WatcherEnvironment, within: float = 30.0) -> None:
-    """The module catalog; then what provisioning does per SKR: the kubeconfig Secret,
-    then the KCP Kyma. The
-    Lifecycle Manager takes it from there (SKR CRDs, SKR Kyma, status); wait until every
-    Kyma is Ready, so a scenario starts from reconciled Kymas."""
-    await ensure_namespace(env.kcp_api, KCP_NAMESPACE)
-    for obj in env.spec.catalog:
-        resource = MODULE_TEMPLATES if obj["kind"] == "ModuleTemplate" else MODULE_RELEASE_METAS
-        await create_or_replace(env.kcp_api, resource, obj)
-    for skr in env.spec.skrs:
-        kubeconfig = env.clusters[skr.name].kubeconfig_embedded
-        await create_or_replace(env.kcp_api, SECRETS, kubeconfig_secret(skr.kyma_name, kubeconfig))
-        if not skr.create_kyma:
-            continue
-        await create_or_replace(
-            env.kcp_api,
-            KYMAS,
-            {
-                "apiVersion": "operator.kyma-project.io/v1beta2",
-                "kind": "Kyma",
-                "metadata": {
-                    "name": skr.kyma_name,
-                    "namespace": KCP_NAMESPACE,
-                    "labels": {RUNTIME_ID_LABEL: skr.runtime_id},
-                    "annotations": {SKR_DOMAIN_ANNOTATION: skr.skr_domain},
-                },
-                "spec": {"channel": "regular"},
-            },
-        )
-    kymas = [s.kyma_name for s in env.spec.skrs if s.create_kyma]
-    await asyncio.gather(*(_wait_ready(env, name, within) for name in kymas))
-
-
-async def _wait_ready(env: WatcherEnvironment, name: str, within: float) -> None:
-    state, operation = "", ""
-    try:
-        async with asyncio.timeout(within):
-            while True:
-                kyma = await get(env.kcp_api, KYMAS, name, KCP_NAMESPACE)
-                status = (kyma or {}).get("status") or {}
-                state = status.get("state", "")
-                operation = (status.get("lastOperation") or {}).get("operation", "")
-                if state == "Ready":
-                    return
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise HarnessError(
-            f"Kyma {KCP_NAMESPACE}/{name} not Ready within {within:g} s "
-            f"(state {state or 'none'}: {operation or 'never reconciled'})"
-        ) from None
+    """What provisioning writes (the catalog; per SKR the kubeconfig Secret, then the KCP
+    Kyma). The Lifecycle Manager takes it from there (SKR CRDs, SKR Kyma, status); wait
+    until every Kyma is Ready, so a scenario starts from reconciled Kymas."""
+    kymas = await provision(env.kcp_api, env.spec, env.clusters)
+    await wait_kymas_ready(env.kcp_api, kymas, within)
 
 
 KCP_KINDS = (

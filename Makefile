@@ -8,13 +8,14 @@ STAMP  := $(VENV)/.installed
 XDIST  ?= auto
 REPORT_DIR ?= reports
 
-.PHONY: setup lint test e2e e2e-tests e2e-scenarios e2e-byo binaries bench soak up clean help
+.PHONY: setup lint test e2e e2e-tests e2e-scenarios e2e-byo e2e-klm binaries bench soak up clean help
 
 help:
 	@echo "make test      fast suite: lint, types, unit and loopback integration tests"
 	@echo "make e2e       main job: binaries, e2e tests, the scenario library (HTML report)"
 	@echo "make e2e-kubeconfig  the scenario library on the kubeconfig backend (local clusters)"
 	@echo "make e2e-byo   the scenario library against another webhook (WEBHOOK_COMMAND=...)"
+	@echo "make e2e-klm   a Lifecycle Manager build as a process in the loop (KLM_COMMAND=...)"
 	@echo "make binaries  build/install kube-apiserver, etcd and the Go tools into the cache (done by e2e)"
 	@echo "make bench     benchmark suite (<= 20 min); writes docs/benchmarks.md/.json + plots"
 	@echo "make soak      10 min churn at 50 writes/s, oracle + RSS/fd growth; docs/soak.md (SOAK_DURATION=s)"
@@ -74,6 +75,19 @@ e2e-byo: binaries
 		--webhook-command "$(WEBHOOK_COMMAND)" \
 		--junitxml=$(REPORT_DIR)/byo-junit.xml --scenario-report-dir=$(REPORT_DIR)/byo-scenarios \
 		|| { echo "e2e-byo: scenarios FAILED; report: $(REPORT_DIR)/byo-scenarios/index.html"; exit 1; }
+
+# A Lifecycle Manager build in the loop (bring your own KLM: any command taking KLM's
+# flags, harness/environment/any_klm.py). By default ours as such a process; it reconciles
+# a Kyma an event queued 100 ms later, as an event can leave the SKR before the write it
+# reports is stored (docs/compatibility.md, "Event before write").
+KLM_COMMAND ?= $(abspath $(VENV))/bin/watcher-klm --watch-event-settle=100ms
+KLM_CRDS ?=
+
+e2e-klm: binaries
+	@mkdir -p $(REPORT_DIR)
+	WATCHER_HARNESS_KLM_COMMAND="$(KLM_COMMAND)" WATCHER_HARNESS_KLM_CRDS="$(KLM_CRDS)" \
+		$(VENV)/bin/pytest -q -m e2e -rs tests/harness/environment/test_any_klm_e2e.py \
+		--junitxml=$(REPORT_DIR)/klm-junit.xml
 
 e2e: e2e-tests e2e-scenarios
 	@echo "e2e: all flows and scenarios passed"

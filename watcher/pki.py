@@ -312,7 +312,8 @@ def load_certificates(pem: bytes, what: str = "PEM bundle") -> list[x509.Certifi
     return certs
 
 
-def _pem(certs: Iterable[x509.Certificate]) -> bytes:
+def pem_bundle(certs: Iterable[x509.Certificate]) -> bytes:
+    """Certificates as one PEM bundle, in the order given."""
     return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certs)
 
 
@@ -322,7 +323,7 @@ def drop_expired(bundle_pem: bytes, *, now: dt.datetime | None = None) -> bytes:
     if not bundle_pem.strip():
         return b""
     kept = [c for c in load_certificates(bundle_pem) if c.not_valid_after_utc >= moment]
-    return _pem(kept)
+    return pem_bundle(kept)
 
 
 def rotate_ca_bundle(
@@ -342,7 +343,7 @@ def rotate_ca_bundle(
         if fingerprint not in seen:
             seen.add(fingerprint)
             out.append(cert)
-    return _pem(out)
+    return pem_bundle(out)
 
 
 def load_issued(cert_pem: bytes, key_pem: bytes, what: str = "certificate") -> Issued:

@@ -15,7 +15,8 @@ upstream's Go KLM (or any build) runs as it would in a landscape:
    (from the CA), Envoy serves it on the Gateway's port, follows it
    (:class:`GatewayCredentialSync`) and routes KLM's VirtualServices
    (:class:`VirtualServiceSync`) — ``klm-controller-manager-events.kcp-system:8082`` being
-   KLM's listener port on loopback (plain HTTP, XFCC, as behind Istio's sidecar);
+   the KLM pod's sidecar (:class:`ListenerSidecar`: plain HTTP with XFCC to KLM's listener
+   port, every event it accepted recorded from the wire: :attr:`KlmEnvironment.events`);
 5. per SKR, **the kubelet** (:class:`harness.platform.kubelet.Kubelet`): the Deployment
    KLM applies runs as a host process (our webhook, or ``--webhook-command``) in a
    network namespace of its own, reachable through its Service's EndpointSlice;
@@ -41,6 +42,7 @@ from kubernetes_asyncio.client import ApiClient
 from harness.clusters import ports
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.compose import open_clusters
+from harness.environment.events import EventLog, ObservedEvent
 from harness.environment.klm_platform import (
     CA_CERTIFICATE,
     watcher_ca_chain,
@@ -53,6 +55,8 @@ from harness.kcp.gateway.credential import GatewayCredentialSync
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.klm_process import KlmFlags, KlmProcess
+from harness.kcp.lifecycle_manager.manager import COMPONENT as KLM_COMPONENT
+from harness.kcp.sidecar import ListenerSidecar
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
     GATEWAYS,
@@ -126,10 +130,18 @@ class KlmEnvironment:
     registry: ServiceRegistry
     sync: VirtualServiceSync
     kubelets: dict[str, Kubelet]
+    sidecar: ListenerSidecar
+    """Between the gateway and the KLM's listener: the events it accepted, on the wire."""
+    log: EventLog
     workdir: Path
     stack: AsyncExitStack
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each start-up phase took (for the report and the README)."""
+
+    @property
+    def events(self) -> list[ObservedEvent]:
+        """Every event the KLM's listener accepted, in arrival order."""
+        return self.log.events
 
     def kyma_key(self, skr: str) -> str:
         for s in self.spec.skrs:
@@ -232,8 +244,11 @@ async def klm_environment(
             )
         )
         await stack.enter_async_context(GatewayCredentialSync(kcp_api, gateway, applied=served))
+        sidecar = await stack.enter_async_context(ListenerSidecar(klm.listener_port))
+        log = EventLog()
+        sidecar.on_accepted.append(log.recorder(KLM_COMPONENT))
         registry = ServiceRegistry()
-        registry.register(*KLM_SERVICE, (ports.LOOPBACK, klm.listener_port))
+        registry.register(*KLM_SERVICE, (ports.LOOPBACK, sidecar.port))
         sync = await stack.enter_async_context(VirtualServiceSync(kcp_api, gateway, registry))
         phase("gateway")
 
@@ -261,6 +276,8 @@ async def klm_environment(
             registry=registry,
             sync=sync,
             kubelets=kubelets,
+            sidecar=sidecar,
+            log=log,
             workdir=workdir,
             stack=stack,
             timings=timings,

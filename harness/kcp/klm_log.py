@@ -92,7 +92,7 @@ class ReconcileStarted:
     at: float
     kyma: str  # "namespace/name"
     reconcile_id: str
-    trigger: str | None = None  # what the KLM says itself, if it does
+    trigger: str | None = None  # what the KLM says itself, if it does (comma-separated)
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class ReconcileHistory:
                 return None
             case ReconcileStarted(at=at, kyma=kyma, reconcile_id=rid, trigger=trigger):
                 queued = self._pending_events.pop(kyma, None)
-                triggers = {trigger} if trigger else set()
+                triggers = set(trigger.split(",")) if trigger else set()
                 if queued is not None:
                     triggers.add(WATCH_EVENT)
                 reconcile = ObservedReconcile(

@@ -110,12 +110,16 @@ class LifecycleManager:
         reconcile: ReconcileFn | None = None,
         clock: Callable[[], float] | None = None,
         metrics: KlmMetrics | None = None,
+        event_settle: float = 0.0,
     ) -> None:
+        """``event_settle``: seconds a Kyma queued by an SKR event waits before its
+        reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`."""
         if listener is not None and listener_config is not None:
             raise ValueError("pass either a listener or a listener_config, not both")
         if pin_san and listener_config is None:
             raise ValueError("pin_san needs listener_config (the manager adds the hook)")
         self.namespace = namespace
+        self.event_settle = event_settle
         self.metrics = metrics or KlmMetrics()
         """KLM's own metrics (scenario target ``klm``)."""
         self.cache = KymaCache(api, namespace=namespace)
@@ -213,7 +217,13 @@ class LifecycleManager:
         key = matches[0].key
         logger.info("event received from SKR, adding %s to queue", key)
         self.event_counters["events:enqueued"] += 1
-        self.reconciler.enqueue(key, Trigger.WATCH_EVENT)
+        if self.event_settle > 0:
+            # An event may leave the SKR before the write it reports is stored (a webhook
+            # delivering in admission, or answering first and racing the API server's
+            # write): a reconcile that starts within milliseconds reads the old spec.
+            self.reconciler.enqueue_after(key, Trigger.WATCH_EVENT, self.event_settle)
+        else:
+            self.reconciler.enqueue(key, Trigger.WATCH_EVENT)
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:

@@ -48,6 +48,21 @@ class SkrWebhook(Protocol):
         ...
 
 
+def runtime_identity(kyma: Obj) -> tuple[str, str, str]:
+    """The Kyma's name, runtime id and ``skr-domain``; a Kyma lacking either of the last
+    two is an error (its certificate needs both)."""
+    meta = kyma.get("metadata") or {}
+    name = str(meta.get("name"))
+    runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
+    skr_domain = (meta.get("annotations") or {}).get(SKR_DOMAIN_ANNOTATION)
+    if not runtime_id or not skr_domain:
+        missing = "label " + RUNTIME_ID_LABEL if not runtime_id else ""
+        if not skr_domain:
+            missing += (" and " if missing else "") + "annotation " + SKR_DOMAIN_ANNOTATION
+        raise HarnessError(f"Kyma {name} has no {missing}: no certificate can be issued")
+    return name, str(runtime_id), str(skr_domain)
+
+
 class SkrWebhookManager:
     """``await manager.install(kyma)`` in each reconcile; ``remove(kyma)`` on deletion."""
 
@@ -77,15 +92,7 @@ class SkrWebhookManager:
         """Certificate, Secret and configuration of the Kyma's SKR as they should be;
         what changed. A Kyma without runtime id or ``skr-domain`` is an error (the
         certificate needs both)."""
-        meta = kyma.get("metadata") or {}
-        name = str(meta.get("name"))
-        runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
-        skr_domain = (meta.get("annotations") or {}).get(SKR_DOMAIN_ANNOTATION)
-        if not runtime_id or not skr_domain:
-            missing = "label " + RUNTIME_ID_LABEL if not runtime_id else ""
-            if not skr_domain:
-                missing += (" and " if missing else "") + "annotation " + SKR_DOMAIN_ANNOTATION
-            raise HarnessError(f"Kyma {name} has no {missing}: no certificate can be issued")
+        name, runtime_id, skr_domain = runtime_identity(kyma)
         skr = self._skr(name, runtime_id)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)
         return await skr.repair(self._watchers, (cert.issued, cert.ca_bundle_pem))
@@ -103,4 +110,4 @@ class SkrWebhookManager:
         self.certificates.forget(name)
 
 
-__all__ = ["SkrWebhook", "SkrWebhookManager"]
+__all__ = ["SkrWebhook", "SkrWebhookManager", "runtime_identity"]

@@ -9,10 +9,8 @@ comes back as :class:`Foreign`: this cert-manager serves namespaced Issuers only
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from ipaddress import IPv4Address, IPv6Address
 from typing import Annotated, Any, Final, Literal, Self, TypeVar
 
@@ -27,33 +25,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from harness.durations import parse_duration
+
 GROUP: Final = "cert-manager.io"
 ISSUER: Final = "Issuer"
 DEFAULT_DURATION: Final = dt.timedelta(days=90)
-
-_UNITS: Final = {
-    "ns": Fraction(1, 10**9),
-    "us": Fraction(1, 10**6),
-    "µs": Fraction(1, 10**6),  # U+00B5 micro sign
-    "μs": Fraction(1, 10**6),  # U+03BC Greek mu; Go accepts both
-    "ms": Fraction(1, 1000),
-    "s": Fraction(1),
-    "m": Fraction(60),
-    "h": Fraction(3600),
-}
-_PART: Final = r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)"
-
-
-def parse_duration(text: object) -> dt.timedelta:
-    """Go's ``time.ParseDuration`` (``2160h``, ``1h30m``, ``1.5s``, ``0``); unsigned, as
-    cert-manager refuses negative durations anyway."""
-    if text == "0":
-        return dt.timedelta(0)
-    if not isinstance(text, str) or not re.fullmatch(f"(?:{_PART})+", text):
-        raise ValueError(f"invalid duration {text!r} (a Go duration such as 2160h or 1h30m)")
-    seconds = sum((Fraction(n) * _UNITS[u] for n, u in re.findall(_PART, text)), Fraction(0))
-    return dt.timedelta(microseconds=int(seconds * 10**6))
-
 
 Duration = Annotated[dt.timedelta, BeforeValidator(parse_duration)]
 Usage = Literal[

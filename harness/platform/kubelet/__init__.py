@@ -16,8 +16,9 @@ DIFFERENCES = (
     "status.podIP (10.244.0.0/16) is configured nowhere. No mount namespace: env values and "
     "args under a volumeMount are rewritten to the pod's directory (its working directory).",
     "Supported: one container, args, env values and fieldRef metadata.name, "
-    "metadata.namespace, status.podIP, secret volumes, TCP ports, a tcpSocket or httpGet "
-    "readinessProbe (initialDelaySeconds ignored), terminationGracePeriodSeconds. Ignored: "
+    "metadata.namespace, status.podIP, secret and emptyDir (disk) volumes, TCP ports, a "
+    "tcpSocket or httpGet readinessProbe (initialDelaySeconds ignored), "
+    "terminationGracePeriodSeconds. Ignored: "
     "livenessProbe, startupProbe, resources, securityContext, priorityClassName, strategy, "
     "NetworkPolicies, PriorityClasses. Other volumes, subPath, secretKeyRef, envFrom, a "
     "command, initContainers, exec probes make the pod unrunnable.",

@@ -1,5 +1,6 @@
 """What the kubelet does on the node's filesystem and in a pod's network: write secret
-volumes as its atomic writer does, and probe a container port from inside the pod."""
+volumes as its atomic writer does (an emptyDir is just made), and probe a container port
+from inside the pod."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def write_volume(volume: Volume) -> bool:
     link to it by one rename, so a reader never sees half a rotation; each file's name
     links into ``..data``. False when the content is unchanged (nothing written)."""
     directory, files = volume.directory, volume.files
+    if volume.empty_dir:
+        made = not directory.exists()
+        directory.mkdir(parents=True, exist_ok=True)
+        return made
     data = directory / "..data"
     with contextlib.suppress(OSError):
         now = {p.name: (p.read_bytes(), p.stat().st_mode & 0o777) for p in data.iterdir()}

@@ -71,6 +71,7 @@ class Volume:
     name: str
     directory: Path
     files: tuple[VolumeFile, ...]
+    empty_dir: bool = False  # an emptyDir: a fresh directory per pod, nothing written into it
 
 
 @dataclass(frozen=True)
@@ -118,10 +119,12 @@ def _map_path(value: str, mounts: Mapping[str, Path]) -> str:
     return value
 
 
-def _secret_volume(
+def _volume(
     volume: Mapping[str, Any], directory: Path, secrets: Mapping[str, Mapping[str, Any]], ns: str
 ) -> Volume | Unrunnable:
     name, source = str(volume.get("name", "")), volume.get("secret")
+    if "emptyDir" in volume and not (volume.get("emptyDir") or {}).get("medium"):
+        return Volume(name, directory, (), empty_dir=True)
     if source is None:
         return _unsupported(f"volume {name}: {next((k for k in volume if k != 'name'), '')}")
     secret_name = str(source.get("secretName") or "")
@@ -191,7 +194,7 @@ def launch_plan(
     volumes: dict[str, Volume] = {}
     for volume in spec.get("volumes") or []:
         name = str(volume.get("name", ""))
-        result = _secret_volume(volume, pod_dir / "volumes" / name, secrets, pod.namespace)
+        result = _volume(volume, pod_dir / "volumes" / name, secrets, pod.namespace)
         if not isinstance(result, Volume):
             return result
         volumes[name] = result

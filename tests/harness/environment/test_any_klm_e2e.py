@@ -1,16 +1,17 @@
 """Your Lifecycle Manager in the loop: a KLM build as a process, the harness as its cluster.
 
-Runs only with a KLM command (``WATCHER_HARNESS_KLM_COMMAND``, e.g. upstream's Go KLM
-built outside this project, plus ``WATCHER_HARNESS_KLM_CRDS`` for its CRDs): nothing of
-a KLM build is part of this project, and our own KLM does not run as a process yet.
+Runs only with a KLM command (``WATCHER_HARNESS_KLM_COMMAND``): ``make e2e-klm`` gives
+ours (``watcher-klm``); upstream's Go KLM, built outside this project, runs the same way
+with ``WATCHER_HARNESS_KLM_CRDS`` naming its CRDs.
 
 What it proves of that KLM, with our webhook run by the harness's kubelet from the
 Deployment the KLM applied, behind the Service it applied, and Envoy serving the
 gateway Secret the KLM wrote:
 * every Kyma becomes Ready (certificates issued by the harness's cert-manager, the
   webhook Deployment ready, the VirtualService routed);
-* a change of an SKR Kyma's spec reaches the KLM as an event — its log says it queued
-  that Kyma and reconciled it — and the change shows in the KCP Kyma's status;
+* a change of an SKR Kyma's spec reaches the KLM as an event — the listener accepted it
+  (seen on the wire by the sidecar), its log says it queued that Kyma and reconciled it —
+  and the change shows in the KCP Kyma's status;
 * a killed webhook pod is restarted by the kubelet and the next change gets through.
 """
 
@@ -77,6 +78,11 @@ async def test_an_skr_kyma_change_reaches_the_klm_and_its_status(env: KlmEnviron
     kyma = env.kyma_key("skr-a")
     reconcile = await env.klm.wait_for_reconcile(kyma, "watch-event", since, timeout=20)
     assert reconcile.latency < 5.0
+    # the listener accepted it, as the sidecar saw on the wire: the SKR Kyma, from runtime-a
+    seen = [e for e in env.events if e.received_at >= since]
+    assert [(e.runtime_id, e.kind, e.namespace, e.name) for e in seen][:1] == [
+        ("runtime-a", "Kyma", SKR_NAMESPACE, SKR_KYMA_NAME)
+    ]
     await _active_channel(env, "kyma-skr-a", "fast", within=20)
     # the other SKR's Kyma was not queued by an event
     assert env.klm.reconciles(env.kyma_key("skr-b"), "watch-event", since) == []

@@ -16,6 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.durations import parse_duration
 from harness.platform.cert_manager import decisions as d
 from harness.platform.cert_manager import signing, spec
 from harness.platform.cert_manager.spec import Certificate, Foreign, Invalid
@@ -71,13 +72,13 @@ SIGNER = signing.Signer(CA.certificate, CA.key)
     [("0", 0), ("90s", 90), ("1h30m", 5400), ("2160h", 7776000), ("1.5h", 5400), ("3ms", 0.003)],
 )
 def test_go_durations_parse(text: str, seconds: float) -> None:
-    assert spec.parse_duration(text) == dt.timedelta(seconds=seconds)
+    assert parse_duration(text) == dt.timedelta(seconds=seconds)
 
 
 @pytest.mark.parametrize("text", ["", "1", "h", "1d", "1h 30m", "-1h", "one hour", 5])
 def test_what_go_refuses_is_no_duration(text: object) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
-        spec.parse_duration(text)
+        parse_duration(text)
 
 
 def test_a_minimal_certificate_gets_cert_managers_defaults() -> None:

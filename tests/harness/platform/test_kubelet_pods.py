@@ -177,13 +177,33 @@ def test_what_the_emulation_cannot_honour_makes_the_pod_unrunnable(change: Obj) 
 
 
 def test_other_volumes_and_containers_are_unrunnable() -> None:
-    empty_dir = upstream_deployment()
-    empty_dir["spec"]["template"]["spec"]["volumes"] = [{"name": "ssl", "emptyDir": {}}]
+    memory = upstream_deployment()
+    memory["spec"]["template"]["spec"]["volumes"] = [
+        {"name": "ssl", "emptyDir": {"medium": "Memory"}}
+    ]
+    config_map = upstream_deployment()
+    config_map["spec"]["template"]["spec"]["volumes"] = [
+        {"name": "ssl", "configMap": {"name": "x"}}
+    ]
     two = upstream_deployment()
     two["spec"]["template"]["spec"]["containers"] *= 2
-    for deployment in (empty_dir, two):
+    for deployment in (memory, config_map, two):
         plan = plan_for(deployment)
         assert isinstance(plan, Unrunnable) and not plan.waiting
+
+
+def test_an_empty_dir_is_a_directory_of_the_pod_mounted_where_asked() -> None:
+    deployment = upstream_deployment()
+    spec = deployment["spec"]["template"]["spec"]
+    spec["volumes"].append({"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}})
+    container = spec["containers"][0]
+    container["volumeMounts"].append({"name": "tmp", "mountPath": "/tmp"})
+    container["env"].append({"name": "TMPDIR", "value": "/tmp"})
+    plan = plan_for(deployment)
+    assert isinstance(plan, LaunchPlan)
+    tmp = next(v for v in plan.volumes if v.name == "tmp")
+    assert tmp.empty_dir and tmp.files == ()
+    assert plan.env["TMPDIR"] == str(tmp.directory)
 
 
 @given(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=4))

@@ -98,6 +98,11 @@ _OUTCOMES: Final = {
 Obj = Mapping[str, Any]
 
 
+class WatcherPending(Exception):
+    """The watcher step is under way (a certificate being issued, a Deployment coming up):
+    the Kyma stays ``Processing`` and is requeued at the busy interval."""
+
+
 class RuntimeWatcher(Protocol):
     """The reconcile's watcher step
     (:class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`)."""
@@ -206,6 +211,8 @@ class KymaReconcile:
                     logger.info("reconcile of %s: watcher %s", key, ", ".join(changed))
                 if self.health is not None:
                     self.health.watch(kyma)
+        except WatcherPending as exc:  # not failed: still coming up (Processing)
+            logger.info("reconcile of %s: %s", key, exc)
         except (SkrAccessError, KubeError, HarnessError) as exc:
             failures.append(str(exc))
             logger.info("reconcile of %s: %s", key, exc)
@@ -216,6 +223,7 @@ class KymaReconcile:
             webhook_installed=webhook_installed,
             failures=failures,
             extra_conditions=self._health_conditions(kyma),
+            channel=((skr_kyma or kyma).get("spec") or {}).get("channel"),
             at=self.clock(),
         )
         await self._write_status(self.kcp, kyma, status)

@@ -93,15 +93,19 @@ def kyma_status(
     webhook_installed: bool | None = None,
     failures: Sequence[str] = (),
     extra_conditions: Sequence[Obj] = (),
+    channel: str | None = None,
     at: float,
 ) -> dict[str, Any]:
     """The status to write (both Kymas), keeping times where nothing changed.
     ``webhook_installed``: the Runtime Watcher's state in the SKR (``None``: not managed
     by this reconcile, no ``SKRWebhook`` condition). ``extra_conditions`` are appended as
-    they are (``WatcherHealth``: informational, the state does not follow it)."""
+    they are (``WatcherHealth``: informational, the state does not follow it);
+    ``channel``: the desired spec's channel, reported as ``activeChannel``."""
     previous = previous or {}
     now = timestamp(at)
     state = aggregate(entries, failures)
+    if webhook_installed is False and state == READY:  # Ready only with its watcher running
+        state = PROCESSING
     conditions_before = previous.get("conditions") or []
     not_ready = [e["name"] for e in entries if e.get("state") != READY]
     conditions = [
@@ -139,15 +143,18 @@ def kyma_status(
     operation = "; ".join(failures) if failures else f"kyma is {state.lower()}"
     last = previous.get("lastOperation") or {}
     when = last.get("lastUpdateTime") if last.get("operation") == operation else None
-    return {
+    status: dict[str, Any] = {
         "state": state,
         "modules": list(entries),
         "conditions": conditions,
         "lastOperation": {"operation": operation, "lastUpdateTime": when or now},
     }
+    if channel:  # the channel the SKR Kyma asks for, as KLM reports it
+        status["activeChannel"] = channel
+    return status
 
 
 def same_status(a: Obj | None, b: Obj | None) -> bool:
     """Whether two statuses say the same (our fields only; other writers' keys ignored)."""
-    keys = ("state", "modules", "conditions", "lastOperation")
+    keys = ("state", "modules", "conditions", "lastOperation", "activeChannel")
     return all((a or {}).get(k) == (b or {}).get(k) for k in keys)

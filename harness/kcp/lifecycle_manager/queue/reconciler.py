@@ -13,12 +13,14 @@ import asyncio
 import collections
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from harness.aio import Service
 from harness.errors import HarnessError
+from harness.kcp.klm_log import RECONCILE_STARTED, RECONCILER_ERROR
 from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
 
@@ -109,6 +111,11 @@ class Reconciler(Service):
         self._runner.add(kyma, trigger)
         self.counters[f"enqueued:{trigger.value}"] += 1
 
+    def enqueue_after(self, kyma: str, trigger: Trigger, delay: float) -> None:
+        """``enqueue`` in ``delay`` seconds (an earlier pending time for the key wins)."""
+        self._runner.add_after(kyma, trigger, delay)
+        self.counters[f"enqueued:{trigger.value}"] += 1
+
     def requeue_after(self, kyma: str, delay: float) -> None:
         """Move ``kyma``'s next requeue-timer reconcile to ``delay`` seconds from now if that
         is earlier than the one pending. KLM spreads requeues so over [0, success interval)
@@ -130,11 +137,22 @@ class Reconciler(Service):
         at = self._wall()
         latency = max(0.0, started_loop - item.queued_at)
         error = ""
+        namespace, _, name = item.key.partition("/")
+        context = {
+            "controller": "kyma",
+            "namespace": namespace,
+            "name": name,
+            "reconcileID": str(uuid.uuid4()),
+        }
+        triggers = ",".join(sorted(t.value for t in item.triggers))
+        logger.info(RECONCILE_STARTED, extra={"context": {**context, "trigger": triggers}})
         try:
             outcome = await self._reconcile(item.key)
         except Exception as exc:
             logger.warning("reconcile of %s failed: %r", item.key, exc)
             outcome, error = Outcome.ERROR, repr(exc)
+        if outcome is Outcome.ERROR:
+            logger.info(RECONCILER_ERROR, extra={"context": {**context, "error": error}})
         duration = self._runner.now() - started_loop
         record = Reconcile(
             at=at,

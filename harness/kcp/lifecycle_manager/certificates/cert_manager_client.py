@@ -1,0 +1,165 @@
+"""Per-Kyma client certificates through cert-manager, as upstream's KLM gets them.
+
+When our KLM runs as its own process (``watcher-klm``) it does not sign anything itself:
+like upstream's it writes a cert-manager ``Certificate`` ``istio-system/<kyma>-webhook-tls``
+(issuer ``klm-watcher-selfsigned``, the CA Issuer of KLM's deployment config; CN = runtime
+id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names, RSA 4096, 60 days,
+renewed 30 days before) and waits for the Secret cert-manager issues into. A certificate
+issued before the gateway Secret's ``caAddedToBundleAt`` is re-issued by setting the
+Certificate's ``Issuing`` condition (what ``cmctl renew`` does); until the new one is there
+``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1.
+
+Until the Secret exists the reconcile is not done: :class:`CertificatePending` keeps the
+Kyma ``Processing`` (requeued at the busy interval), as upstream's KLM does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+from typing import Any, Final
+
+from cryptography import x509
+from kubernetes_asyncio.client import ApiClient
+
+from harness.kcp.lifecycle_manager.certificates.client import KymaCertificate, secret_name
+from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
+from harness.kcp.lifecycle_manager.metrics import KlmMetrics
+from harness.kcp.tls_secret import SecretLayoutError, tls_data
+from harness.kube import SECRETS, KubeError, Resource, create_or_replace, delete, get, merge_patch
+from watcher import pki
+from watcher.domain import (
+    CA_ADDED_ANNOTATION,
+    GATEWAY_SECRET_NAME,
+    ISTIO_NAMESPACE,
+    KYMA_NAME_LABEL,
+    LIFECYCLE_MANAGER,
+    MANAGED_BY_LABEL,
+)
+from watcher.errors import CertificateError
+from watcher.pki import WEBHOOK_SERVICE_SANS
+
+logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
+
+CERTIFICATES: Final = Resource("cert-manager.io", "v1", "certificates", "Certificate")
+CA_ISSUER: Final = "klm-watcher-selfsigned"
+"""The CA Issuer of KLM's deployment config (``config/watcher``)."""
+KLM_SUBJECT: Final = {
+    "organizationalUnits": ["BTP Kyma Runtime"],
+    "organizations": ["SAP SE"],
+    "localities": ["Walldorf"],
+    "provinces": ["Baden-Württemberg"],
+    "countries": ["DE"],
+}
+
+
+class CertificatePending(WatcherPending):
+    """The Kyma's certificate is not issued (yet): the Kyma stays ``Processing``."""
+
+
+def client_certificate(kyma: str, runtime_id: str, skr_domain: str) -> dict[str, Any]:
+    """The Certificate KLM writes for ``kyma`` (pure)."""
+    labels = {KYMA_NAME_LABEL: kyma, MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
+    return {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": secret_name(kyma), "namespace": ISTIO_NAMESPACE, "labels": labels},
+        "spec": {
+            "commonName": runtime_id,
+            "subject": KLM_SUBJECT,
+            "dnsNames": [skr_domain, *WEBHOOK_SERVICE_SANS],
+            "isCA": False,
+            "usages": ["digital signature", "key encipherment", "server auth", "client auth"],
+            "duration": "1440h",
+            "renewBefore": "720h",
+            "secretName": secret_name(kyma),
+            "secretTemplate": {"labels": labels},
+            "privateKey": {"algorithm": "RSA", "size": 4096, "rotationPolicy": "Always"},
+            "issuerRef": {"name": CA_ISSUER, "kind": "Issuer", "group": "cert-manager.io"},
+        },
+    }
+
+
+def issued_before_bundle(certificate: x509.Certificate, gateway: Any) -> bool:
+    """True when ``certificate`` predates the gateway Secret's ``caAddedToBundleAt``."""
+    annotations = ((gateway or {}).get("metadata") or {}).get("annotations") or {}
+    added = annotations.get(CA_ADDED_ANNOTATION)
+    if not added:
+        return False
+    try:
+        at = dt.datetime.fromisoformat(str(added).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return certificate.not_valid_before_utc < at.replace(microsecond=0) - dt.timedelta(seconds=1)
+
+
+class CertManagerCertificates:
+    """``await certs.ensure(kyma, runtime_id, skr_domain)`` → the issued certificate, or
+    :class:`CertificatePending` while cert-manager has not issued it."""
+
+    def __init__(self, api: ApiClient, *, metrics: KlmMetrics | None = None) -> None:
+        self.api = api
+        self.metrics = metrics or KlmMetrics()
+
+    async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
+        wanted = client_certificate(kyma, runtime_id, skr_domain)
+        current = await get(self.api, CERTIFICATES, secret_name(kyma), ISTIO_NAMESPACE)
+        if current is None or current.get("spec") != wanted["spec"]:
+            await create_or_replace(self.api, CERTIFICATES, wanted)
+            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            raise CertificatePending(f"certificate {secret_name(kyma)} requested")
+        secret = await get(self.api, SECRETS, secret_name(kyma), ISTIO_NAMESPACE)
+        if secret is None:
+            raise CertificatePending(f"certificate {secret_name(kyma)} not issued yet")
+        try:
+            data = tls_data(secret)
+            issued = pki.load_issued(data["tls.crt"], data["tls.key"], secret_name(kyma))
+        except (SecretLayoutError, CertificateError) as exc:
+            raise CertificatePending(f"certificate {secret_name(kyma)}: {exc}") from None
+        gateway = await get(self.api, SECRETS, GATEWAY_SECRET_NAME, ISTIO_NAMESPACE)
+        if issued_before_bundle(issued.certificate, gateway):
+            await self._renew(kyma, current)
+            raise CertificatePending(f"certificate {secret_name(kyma)} predates the newest CA")
+        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
+        bundle = tls_data(gateway)["ca.crt"] if gateway is not None else data["ca.crt"]
+        return KymaCertificate(issued, bundle)
+
+    async def _renew(self, kyma: str, current: Any) -> None:
+        """Ask cert-manager for a new certificate (the ``Issuing`` condition), once."""
+        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+        conditions = list((current.get("status") or {}).get("conditions") or [])
+        if any(c.get("type") == "Issuing" and c.get("status") == "True" for c in conditions):
+            return
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        issuing = {
+            "type": "Issuing",
+            "status": "True",
+            "reason": "ManuallyTriggered",
+            "message": "the certificate predates the newest CA in the gateway bundle",
+            "lastTransitionTime": now,
+        }
+        kept = [c for c in conditions if c.get("type") != "Issuing"]
+        body = {"status": {"conditions": [*kept, issuing]}}
+        logger.info("renewing the certificate of %s: it predates the newest CA", kyma)
+        await merge_patch(
+            self.api, CERTIFICATES, secret_name(kyma), ISTIO_NAMESPACE, body, subresource="status"
+        )
+
+    async def remove(self, kyma: str) -> None:
+        """The Kyma is gone: its Certificate and Secret, and its gauge."""
+        for resource in (CERTIFICATES, SECRETS):
+            with contextlib.suppress(KubeError):
+                await delete(self.api, resource, secret_name(kyma), ISTIO_NAMESPACE)
+        with contextlib.suppress(KeyError):
+            self.metrics.cert_not_renewed.remove(kyma)
+
+
+__all__ = [
+    "CA_ISSUER",
+    "CERTIFICATES",
+    "CertManagerCertificates",
+    "CertificatePending",
+    "client_certificate",
+    "issued_before_bundle",
+]

@@ -1,0 +1,118 @@
+"""The gateway Secret ``istio-system/klm-istio-gateway`` from cert-manager's CA, as upstream.
+
+With cert-manager issuing KLM's CA (the Secret ``istio-system/klm-watcher`` of KLM's
+deployment config, a CA whose SANs are the gateway's host), KLM's gateway-secret handler
+keeps the Secret Istio's ingress serves: ``ca.crt`` = every unexpired CA, newest first,
+annotated ``caAddedToBundleAt`` (when the newest arrived); ``tls.crt``/``tls.key`` = the CA
+itself, switched to a new CA only once it has been in the bundle for the grace period, so
+every SKR trusts it first (klm-reference §3). The decisions are :mod:`.policy`'s; this
+module only reads the CA Secret (every ``poll`` seconds) and writes the gateway Secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from typing import Final
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.aio import Service, spawn, stop_tasks
+from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.tls_secret import SecretLayoutError, tls_data, tls_secret
+from harness.kube import SECRETS, KubeError, create_or_replace, get
+from watcher import pki
+from watcher.domain import (
+    CA_ADDED_ANNOTATION,
+    GATEWAY_SECRET_NAME,
+    ISTIO_NAMESPACE,
+    LIFECYCLE_MANAGER,
+    MANAGED_BY_LABEL,
+)
+from watcher.errors import CertificateError
+
+logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
+
+DEFAULT_GRACE: Final = policy.CertificateTimings().grace
+
+CA_SECRET: Final = "klm-watcher"
+"""cert-manager's Secret of KLM's CA (``config/watcher`` in KLM's deployment)."""
+
+
+def _rfc3339(moment: dt.datetime) -> str:
+    return policy.whole_second(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GatewaySecretFromCa(Service):
+    """``async with GatewaySecretFromCa(api):`` — the gateway Secret follows the CA."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        grace: dt.timedelta = DEFAULT_GRACE,
+        poll: float = 1.0,
+    ) -> None:
+        self.api = api
+        self.grace = grace
+        self.poll = poll
+        self._bundle: list[policy.BundleEntry] = []
+        self._serving: tuple[bytes, bytes] | None = None
+        self._newest: tuple[bytes, bytes] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def sync(self, now: dt.datetime | None = None) -> bool:
+        """One look at the CA Secret; True when the gateway Secret was written."""
+        now = now or dt.datetime.now(dt.UTC)
+        secret = await get(self.api, SECRETS, CA_SECRET, ISTIO_NAMESPACE)
+        if secret is None:
+            return False
+        try:
+            data = tls_data(secret)
+            ca = pki.load_certificates(data["tls.crt"], CA_SECRET)[0]
+        except (SecretLayoutError, CertificateError) as exc:
+            logger.info("the CA Secret %s is not usable yet: %s", CA_SECRET, exc)
+            return False
+        pair = (data["tls.crt"], data["tls.key"])
+        changed = pair != self._newest
+        if changed:
+            self._newest = pair
+            self._bundle.insert(0, policy.BundleEntry(ca, policy.whole_second(now)))
+        self._bundle = policy.unexpired(self._bundle, now)
+        serving = policy.serving_entry(self._bundle, now, self.grace)
+        if serving == 0 or self._serving is None:
+            switch = self._serving != pair
+            self._serving = pair
+        else:
+            switch = False
+        if not (changed or switch):
+            return False
+        bundle = pki.pem_bundle(e.certificate for e in self._bundle)
+        body = tls_secret(
+            GATEWAY_SECRET_NAME,
+            ISTIO_NAMESPACE,
+            {"tls.crt": self._serving[0], "tls.key": self._serving[1], "ca.crt": bundle},
+            labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+            annotations={CA_ADDED_ANNOTATION: _rfc3339(self._bundle[0].added_at)},
+        )
+        await create_or_replace(self.api, SECRETS, body)
+        logger.info("gateway Secret written: %d CA(s) in the bundle", len(self._bundle))
+        return True
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sync()
+            except KubeError as exc:
+                logger.info("gateway Secret not synced: %s", exc)
+            await asyncio.sleep(self.poll)
+
+    async def start(self) -> None:
+        self._tasks = [spawn(self._run(), "gateway-secret-from-ca")]
+
+    async def stop(self) -> None:
+        await stop_tasks(self._tasks)
+
+
+__all__ = ["CA_SECRET", "GatewaySecretFromCa"]

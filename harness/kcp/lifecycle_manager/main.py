@@ -1,0 +1,234 @@
+"""``watcher-klm``: our Lifecycle Manager as a process of its own, set up as KLM's
+``cmd/main.go`` sets up upstream's.
+
+It takes KLM's flag names (those the harness passes any KLM, :class:`harness.kcp
+.klm_process.KlmFlags`), talks to the KCP only through ``--kubeconfig`` and shows itself
+only as upstream's does: API objects, a zap-style JSON log (``Kyma reconciliation
+started``, ``event received from SKR, adding <key> to queue``, ``Reconciler error``; ours
+adds ``context.trigger``), metrics on ``--metrics-bind-address`` and ``/readyz`` on
+``--health-probe-bind-address``. Like upstream's it needs the platform a KCP has — cert-
+manager for the certificates, KLM's CA and Gateway, a kubelet in every SKR — which the
+harness plays (:mod:`harness.environment.any_klm`). The controllers, one line each:
+
+- Kyma: :class:`~.manager.LifecycleManager` with :class:`~.kyma.reconcile.KymaReconcile`,
+  the Runtime Watcher deployed by :class:`~.skr_deployment.SkrDeployment`, SKR events on
+  ``--kyma-skr-listener-bind-address`` (XFCC from Istio's sidecar, SAN pinning);
+- Watcher: :class:`~.watcher_controller.WatcherController` (VirtualServices);
+- Manifest: :class:`~.manifest_controller.ManifestController`;
+- gateway Secret: :class:`~.certificates.gateway_from_ca.GatewaySecretFromCa`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import Any, Final
+
+from aiohttp import web
+from kubernetes_asyncio.config import new_client_from_config
+from prometheus_client import Counter, generate_latest
+
+from harness.durations import parse_duration
+from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
+    CertManagerCertificates,
+)
+from harness.kcp.lifecycle_manager.certificates.gateway_from_ca import GatewaySecretFromCa
+from harness.kcp.lifecycle_manager.kyma.reconcile import KymaReconcile
+from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
+from harness.kcp.lifecycle_manager.manager import COMPONENT, LifecycleManager
+from harness.kcp.lifecycle_manager.manifest_controller import ManifestController
+from harness.kcp.lifecycle_manager.metrics import KlmMetrics
+from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile, RequeueIntervals
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
+from harness.kcp.lifecycle_manager.skr_deployment import SkrDeployment
+from harness.kcp.lifecycle_manager.watcher_controller import WatcherController
+from watcher.exposition import UpstreamExposition
+from watcher.listener import ListenerConfig
+
+logger = logging.getLogger("harness.kcp.lifecycle_manager")
+
+RESULTS: Final = {Outcome.ERROR: "error", Outcome.SUCCESS: "requeue_after"}
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not <host>:<port>")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def parser() -> argparse.ArgumentParser:
+    """KLM's flags (the subset this KLM serves); others are refused by name."""
+    p = argparse.ArgumentParser(prog="watcher-klm", description=__doc__.split("\n\n")[0])
+    p.add_argument("--kubeconfig", required=True, help="the KCP's kubeconfig")
+    p.add_argument("--leader-elect", default="false", help="accepted; only false is served")
+    p.add_argument("--metrics-bind-address", type=_address, default=("127.0.0.1", 8080))
+    p.add_argument("--health-probe-bind-address", type=_address, default=("127.0.0.1", 8081))
+    p.add_argument("--kyma-skr-listener-bind-address", type=_address, default=("127.0.0.1", 8082))
+    p.add_argument("--log-level", type=int, default=0, help="2 or more: reconcile lines")
+    p.add_argument("--skr-watcher-image-tag", default="latest")
+    p.add_argument("--oci-registry-host", default="", help="accepted; modules come from the KCP")
+    defaults = RequeueIntervals()
+    for flag, default in (
+        ("--kyma-requeue-success-interval", defaults.success),
+        ("--kyma-requeue-busy-interval", defaults.busy),
+        ("--kyma-requeue-warning-interval", defaults.warning),
+        ("--failure-base-delay", defaults.error),
+        ("--failure-max-delay", defaults.error_max),
+    ):
+        p.add_argument(flag, type=_duration, default=default, metavar="DURATION")
+    p.add_argument("--max-concurrent-kyma-reconciles", type=int, default=1)
+    p.add_argument(
+        "--watch-event-settle",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="ours: wait this long before reconciling a Kyma an SKR event queued (default 0)",
+    )
+    return p
+
+
+class ZapJson(logging.Formatter):
+    """One JSON object per line, shaped like upstream KLM's zap output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = dt.datetime.fromtimestamp(record.created, dt.UTC)
+        line: dict[str, Any] = {
+            "level": record.levelname,
+            "date": stamp.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "context": dict(getattr(record, "context", {}) or {}),
+        }
+        if record.exc_info:
+            line["context"]["stacktrace"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def configure_logging(level: int) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(ZapJson())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    logger.setLevel(logging.INFO if level >= 2 else logging.WARNING)
+    logging.getLogger("harness.kcp.lifecycle_manager.manager").setLevel(logging.INFO)
+
+
+async def _serve(stack: AsyncExitStack, app: web.Application, address: tuple[str, int]) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    stack.push_async_callback(runner.cleanup)
+    await web.TCPSite(runner, *address).start()
+
+
+async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
+    intervals = RequeueIntervals(
+        success=args.kyma_requeue_success_interval,
+        busy=args.kyma_requeue_busy_interval,
+        warning=args.kyma_requeue_warning_interval,
+        error=args.failure_base_delay,
+        error_max=args.failure_max_delay,
+    )
+    listen_host, listen_port = args.kyma_skr_listener_bind_address
+    async with AsyncExitStack() as stack:
+        api = await new_client_from_config(config_file=args.kubeconfig, persist_config=False)
+        stack.push_async_callback(api.close)
+        metrics = KlmMetrics()
+        reconciles = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=metrics.registry,
+        )
+        await stack.enter_async_context(GatewaySecretFromCa(api))
+        watchers = await stack.enter_async_context(WatcherController(api))
+        skrs = SkrClients(api)
+        stack.push_async_callback(skrs.aclose)
+        deployment = SkrDeployment(
+            CertManagerCertificates(api, metrics=metrics),
+            skrs,
+            watchers=watchers.watchers,
+            image_tag=args.skr_watcher_image_tag,
+        )
+        klm = await stack.enter_async_context(
+            LifecycleManager(
+                api,
+                reconcile=KymaReconcile(api, skrs, watcher=deployment),
+                metrics=metrics,
+                workers=args.max_concurrent_kyma_reconciles,
+                listener_config=ListenerConfig(
+                    component=COMPONENT, identity="xfcc", host=listen_host, port=listen_port
+                ),
+                pin_san=True,
+                intervals=intervals,
+                event_settle=args.watch_event_settle,
+            )
+        )
+
+        def count(record: Reconcile) -> None:
+            result = RESULTS.get(record.outcome, "success")
+            reconciles.labels(controller="kyma", result=result).inc()
+
+        klm.reconciler.observers.append(count)
+        await stack.enter_async_context(
+            ManifestController(
+                api, on_change=lambda key: klm.reconciler.enqueue(key, Trigger.MANIFEST_CHANGED)
+            )
+        )
+
+        async def exposition(_: web.Request) -> web.Response:
+            body = generate_latest(UpstreamExposition(metrics.registry))
+            return web.Response(body=body, content_type="text/plain")
+
+        async def probe(_: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        metrics_app = web.Application()
+        metrics_app.router.add_get("/metrics", exposition)
+        probes = web.Application()
+        probes.router.add_get("/readyz", probe)
+        probes.router.add_get("/healthz", probe)
+        await _serve(stack, metrics_app, args.metrics_bind_address)
+        await _serve(stack, probes, args.health_probe_bind_address)
+        logger.warning("watcher-klm started; SKR events on %s:%d", listen_host, listen_port)
+        await stop.wait()
+        logger.warning("watcher-klm stopping")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.leader_elect not in ("false", "False", "0"):
+        print("watcher-klm: only --leader-elect=false is served (one replica)", file=sys.stderr)
+        return 2
+    configure_logging(args.log_level)
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await run(args, stop)
+
+    try:
+        asyncio.run(serve())
+    except OSError as exc:  # a taken port, an unreadable kubeconfig
+        print(f"watcher-klm: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

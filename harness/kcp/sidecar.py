@@ -1,0 +1,145 @@
+"""The listener's sidecar: where the harness sees, on the wire, the events any KLM gets.
+
+Behind Istio the KCP gateway does not reach a Lifecycle Manager's listener directly: the
+request passes the sidecar of the KLM's pod, which hands it over as plain HTTP with the
+client certificate in ``X-Forwarded-Client-Cert``. The harness plays that hop for a KLM it
+did not write: :class:`ListenerSidecar` takes what the gateway routes to the KLM's
+listener, forwards it unchanged (method, path, headers, body) and returns the listener's
+answer unchanged. Every exchange is recorded (:class:`Exchange`): the runtime id the
+certificate names, the event the body holds, the status the listener gave. An event the
+listener accepted (2xx) goes to ``on_accepted`` as a :class:`~watcher.listener
+.ListenerEvent` — the same record our in-process listener gives — so the scenario
+library observes upstream's KLM and ours alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+
+from harness.aio import Service
+from harness.clusters import ports
+from watcher.errors import WatcherError
+from watcher.listener import ListenerEvent, runtime_id
+from watcher.listener.xfcc import XFCC_HEADER, certificate_from_xfcc
+from watcher.model import WatchEvent, decode_event
+
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host", "content-length"}
+)
+MAX_BODY = 1 << 20
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request the gateway handed to the listener, and its answer."""
+
+    at: float
+    method: str
+    path: str
+    status: int  # 502: the listener could not be reached
+    runtime_id: str | None = None  # None: no readable client certificate in XFCC
+    event: WatchEvent | None = None  # None: the body is no WatchEvent
+
+
+def _identity(header: str | None) -> str | None:
+    try:
+        return runtime_id(certificate_from_xfcc(header))
+    except (WatcherError, ValueError):
+        return None
+
+
+def _event(body: bytes) -> WatchEvent | None:
+    try:
+        return decode_event(body)
+    except (WatcherError, ValueError):
+        return None
+
+
+class ListenerSidecar(Service):
+    """``async with ListenerSidecar(listener_port) as sidecar:`` — route to ``sidecar.port``."""
+
+    def __init__(
+        self,
+        listener_port: int,
+        *,
+        host: str = "127.0.0.1",
+        component: str = "lifecycle-manager",
+    ) -> None:
+        self.listener = f"http://{host}:{listener_port}"
+        self.host = host
+        self.component = component
+        self.port = 0
+        self.exchanges: list[Exchange] = []
+        self.on_accepted: list[Callable[[ListenerEvent], None]] = []
+        self._runner: web.AppRunner | None = None
+        self._client: aiohttp.ClientSession | None = None
+
+    def retarget(self, listener_port: int) -> None:
+        """The listener moved (a restarted KLM on fresh ports)."""
+        self.listener = f"http://{self.host}:{listener_port}"
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        assert self._client is not None
+        try:
+            async with self._client.request(
+                request.method, self.listener + request.path_qs, data=body, headers=headers
+            ) as answer:
+                content = await answer.read()
+                status = answer.status
+                out_headers = {
+                    k: v for k, v in answer.headers.items() if k.lower() not in HOP_BY_HOP
+                }
+        except (aiohttp.ClientError, OSError) as exc:
+            status, content, out_headers = 502, f"sidecar: {exc}".encode(), {}
+        self._record(request, body, status)
+        return web.Response(status=status, body=content, headers=out_headers)
+
+    def _record(self, request: web.Request, body: bytes, status: int) -> None:
+        exchange = Exchange(
+            at=time.time(),
+            method=request.method,
+            path=request.path,
+            status=status,
+            runtime_id=_identity(request.headers.get(XFCC_HEADER)),
+            event=_event(body) if request.method == "POST" else None,
+        )
+        self.exchanges.append(exchange)
+        if 200 <= status < 300 and exchange.event is not None and exchange.runtime_id:
+            accepted = ListenerEvent(exchange.runtime_id, exchange.event, exchange.at)
+            for observe in list(self.on_accepted):
+                observe(accepted)
+
+    def refused(self, status: int | None = None) -> int:
+        """Requests the listener answered with a 4xx (or exactly ``status``)."""
+        return sum(
+            1
+            for e in self.exchanges
+            if (e.status == status if status is not None else 400 <= e.status < 500)
+        )
+
+    async def start(self) -> None:
+        self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        self.port = ports.free_port()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+__all__ = ["Exchange", "ListenerSidecar"]

@@ -77,10 +77,16 @@ e2e-byo: binaries
 		|| { echo "e2e-byo: scenarios FAILED; report: $(REPORT_DIR)/byo-scenarios/index.html"; exit 1; }
 
 # A Lifecycle Manager build in the loop (bring your own KLM: any command taking KLM's
-# flags, harness/environment/any_klm.py). By default ours as such a process; it reconciles
-# a Kyma an event queued 100 ms later, as an event can leave the SKR before the write it
-# reports is stored (docs/compatibility.md, "Event before write").
-KLM_COMMAND ?= $(abspath $(VENV))/bin/watcher-klm --watch-event-settle=100ms
+# flags, harness/environment/any_klm.py): the any-KLM e2e tests, then the scenario library
+# with that KLM; scenarios needing what it does not show (KLM_FEATURES, docs/any-klm.md)
+# are skipped with the reason, everything else must pass. By default ours as such a
+# process (watcher-klm), reconciling a Kyma an event queued 100 ms later: an event can
+# leave the SKR before the write it reports is stored (docs/compatibility.md).
+ifeq ($(origin KLM_COMMAND), undefined)
+KLM_COMMAND := $(abspath $(VENV))/bin/watcher-klm --watch-event-settle=100ms
+KLM_FEATURES ?= reconcile-triggers,reconcile-outcomes,san-pinning,modules
+endif
+KLM_FEATURES ?=
 KLM_CRDS ?=
 
 e2e-klm: binaries
@@ -88,6 +94,11 @@ e2e-klm: binaries
 	WATCHER_HARNESS_KLM_COMMAND="$(KLM_COMMAND)" WATCHER_HARNESS_KLM_CRDS="$(KLM_CRDS)" \
 		$(VENV)/bin/pytest -q -m e2e -rs tests/harness/environment/test_any_klm_e2e.py \
 		--junitxml=$(REPORT_DIR)/klm-junit.xml
+	WATCHER_HARNESS_KLM_CRDS="$(KLM_CRDS)" $(VENV)/bin/pytest -n 2 -q -m e2e scenarios/ -rs \
+		--scenario-retries 1 --klm-command "$(KLM_COMMAND)" --klm-features "$(KLM_FEATURES)" \
+		--junitxml=$(REPORT_DIR)/klm-scenarios-junit.xml \
+		--scenario-report-dir=$(REPORT_DIR)/klm-scenarios \
+		|| { echo "e2e-klm: scenarios FAILED; report: $(REPORT_DIR)/klm-scenarios/index.html"; exit 1; }
 
 e2e: e2e-tests e2e-scenarios
 	@echo "e2e: all flows and scenarios passed"

@@ -108,6 +108,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); scenarios that need our webhook's own "
         "features are skipped with the reason",
     )
+    p.add_argument(
+        "--klm-command",
+        metavar="COMMAND",
+        help="bring your own Lifecycle Manager: a command line taking KLM's flags, run as "
+        "the KCP's KLM, the harness playing cert-manager, each SKR's kubelet and Istio's "
+        "ingress (default: WATCHER_HARNESS_KLM_COMMAND, else ours in the harness's "
+        "process); scenarios needing what that KLM does not show are skipped with the reason",
+    )
+    p.add_argument(
+        "--klm-crds",
+        metavar="DIR",
+        help="that KLM's CRDs (default: WATCHER_HARNESS_KLM_CRDS, else the harness's own)",
+    )
+    p.add_argument(
+        "--klm-features",
+        metavar="LIST",
+        help="what that KLM shows beyond upstream's, comma-separated (default: "
+        "WATCHER_HARNESS_KLM_FEATURES; see docs/any-klm.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -179,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
         host_address=args.host_address,
         webhook_mode=args.webhook,
         webhook_command=args.webhook_command,
+        klm_command=args.klm_command,
+        klm_crds=args.klm_crds,
+        klm_features=args.klm_features,
     )
     missing = _backend_unavailable(scenarios, override)
     if missing is not None:

@@ -30,7 +30,9 @@ unchanged on every backend. Variables:
   the KCP's KLM (given KLM's own flags: ``--kubeconfig``, bind addresses, requeue
   intervals), with the harness playing cert-manager, the kubelet and Istio's ingress
   around it (``harness.environment.any_klm``); ``WATCHER_HARNESS_KLM_CRDS`` — the folder
-  of that KLM's CRDs (default: the harness's own ``fixtures/crds``).
+  of that KLM's CRDs (default: the harness's own ``fixtures/crds``);
+  ``WATCHER_HARNESS_KLM_FEATURES`` — what that KLM shows beyond upstream's, comma-separated
+  (``harness.scenario.requirements.KLM_FEATURES``; ours: ``make e2e-klm``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import ClusterError
+from harness.scenario.requirements import KLM_FEATURES
 
 BackendName = Literal["local", "kubeconfig", "kind"]
 BACKENDS: tuple[BackendName, ...] = ("local", "kubeconfig", "kind")
@@ -59,6 +62,7 @@ ENV_WEBHOOK_COMMAND = "WATCHER_HARNESS_WEBHOOK_COMMAND"
 ENV_WEBHOOK_ISOLATION = "WATCHER_HARNESS_WEBHOOK_ISOLATION"
 ENV_KLM_COMMAND = "WATCHER_HARNESS_KLM_COMMAND"
 ENV_KLM_CRDS = "WATCHER_HARNESS_KLM_CRDS"
+ENV_KLM_FEATURES = "WATCHER_HARNESS_KLM_FEATURES"
 WebhookIsolation = Literal["netns", "none"]
 WEBHOOK_ISOLATIONS: tuple[WebhookIsolation, ...] = ("netns", "none")
 
@@ -95,6 +99,8 @@ class BackendChoice:
     """Bring your own Lifecycle Manager: its argv (() = the harness's own, in process)."""
     klm_crds: Path | None = None
     """That KLM's CRD folder (None: the harness's fixtures)."""
+    klm_features: tuple[str, ...] = ()
+    """What that KLM shows beyond upstream's (``harness.scenario.requirements.KLM_FEATURES``)."""
 
     def target(self, cluster: str) -> ClusterTarget:
         """Cluster ``cluster``'s files and context (default: the context named ``cluster``)."""
@@ -118,6 +124,7 @@ class BackendOverride:
     webhook_command: str | None = None  # a command line, split like a shell's words
     klm_command: str | None = None  # likewise
     klm_crds: str | None = None
+    klm_features: str | None = None  # comma-separated
 
 
 def webhook_mode(value: str, source: str) -> WebhookMode:
@@ -163,7 +170,16 @@ def _klm_command(override: BackendOverride, env: Mapping[str, str]) -> dict[str,
     crds = Path(crds_text).expanduser() if crds_text else None
     if crds is not None and not crds.is_dir():
         raise BackendSelectionError(f"KLM CRDs: {crds} is not a folder")
-    return {"klm_command": command, "klm_crds": crds}
+    features_text = override.klm_features
+    if features_text is None:
+        features_text = env.get(ENV_KLM_FEATURES, "")
+    features = tuple(f.strip() for f in features_text.split(",") if f.strip())
+    unknown = sorted(set(features) - set(KLM_FEATURES))
+    if unknown:
+        raise BackendSelectionError(
+            f"KLM features: unknown {', '.join(unknown)}; known: {', '.join(KLM_FEATURES)}"
+        )
+    return {"klm_command": command, "klm_crds": crds, "klm_features": features}
 
 
 def _webhook_command(

@@ -20,8 +20,10 @@ upstream's Go KLM (or any build) runs as it would in a landscape:
 5. per SKR, **the kubelet** (:class:`harness.platform.kubelet.Kubelet`): the Deployment
    KLM applies runs as a host process (our webhook, or ``--webhook-command``) in a
    network namespace of its own, reachable through its Service's EndpointSlice;
-6. what provisioning writes per SKR (the access Secret labelled with the Kyma name, the
-   KCP Kyma), the spec's Watchers and catalog; then every Kyma must become ``Ready``.
+6. the scenario's other managers' listeners behind the gateway
+   (:mod:`harness.environment.manager_listeners`), then what provisioning writes per SKR
+   (the access Secret labelled with the Kyma name, the KCP Kyma), the spec's Watchers and
+   catalog; then every Kyma must become ``Ready``.
 
 Everything unwinds in reverse, also when a step fails.
 """
@@ -48,6 +50,7 @@ from harness.environment.klm_platform import (
     watcher_ca_chain,
     watcher_gateway,
 )
+from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
@@ -56,6 +59,7 @@ from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.klm_process import KlmFlags, KlmProcess
 from harness.kcp.lifecycle_manager.manager import COMPONENT as KLM_COMPONENT
+from harness.kcp.listeners import ManagerListener
 from harness.kcp.sidecar import ListenerSidecar
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
@@ -135,6 +139,8 @@ class KlmEnvironment:
     log: EventLog
     workdir: Path
     stack: AsyncExitStack
+    listeners: dict[str, ManagerListener] = field(default_factory=dict)
+    """Other managers' listeners (the scenario's ``listeners``), by component."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each start-up phase took (for the report and the README)."""
 
@@ -282,6 +288,9 @@ async def klm_environment(
             stack=stack,
             timings=timings,
         )
+        parts = ListenerParts(stack, log, registry, gateway, env.listeners, log_dir)
+        for listener in spec.listeners:
+            await add_listener(parts, listener.component, listener.service, listener.implementation)
         await wait_kymas_ready(kcp_api, await _provision(env), ready_within)
         phase("kymas-ready")
         yield env

@@ -10,7 +10,6 @@ Observation: :attr:`WatcherEnvironment.log` (every accepted event, every fault) 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -20,25 +19,26 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.clusters.binaries import ensure_upstream_listener
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
 from harness.environment.inject import inject
+from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.rotation import CertificateRotation, RotationKind
 from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
 from harness.faults import Fault, FaultError, parse_fault
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.mesh import GatewayMesh
-from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync, service_key
-from harness.kcp.lifecycle_manager.events import ListenerHost
+from harness.kcp.gateway.routes import (
+    ServiceRegistry,
+    VirtualServiceSync,
+    wait_route,
+)
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
-from harness.kcp.listener_process import ListenerProcess, upstream_command
 from harness.kcp.listeners import Implementation, ManagerListener
 from harness.kube import (
     KYMAS,
-    VIRTUAL_SERVICES,
     WATCHERS,
     create_or_replace,
     delete,
@@ -49,7 +49,6 @@ from harness.kube import (
 from harness.skr.fleet import SkrFleet
 from watcher import pki
 from watcher.domain import KCP_NAMESPACE, SKR_KYMA_NAME, SKR_NAMESPACE
-from watcher.listener import ListenerConfig
 from watcher.render.envoy import FaultInjection
 from watcher.render.watcher_cr import Watcher
 
@@ -167,45 +166,18 @@ class WatcherEnvironment:
     async def add_listener(
         self, component: str, service: Service, implementation: Implementation = "ours"
     ) -> ManagerListener:
-        """Another manager's listener behind the gateway, registered as ``service`` so a
-        Watcher's ``serviceInfo`` routes to it; its events go to :attr:`events`. Stopped
-        with the environment.
-
-        ``ours``: XFCC identity, believed only from the gateway over mTLS unless
-        :attr:`mesh` is off. ``upstream``: upstream's Go listener as a process (built
-        once, ``tools/upstream-listener``), reached over plain HTTP as its sidecar would
-        be; no SAN pinning, as upstream has none."""
-        if component in self.listeners:
-            raise FaultError(f"a listener for {component!r} already exists")
-        host: ManagerListener
-        if implementation == "upstream":
-            host = await self._upstream_listener(component, service)
-        else:
-            config = (
-                self.mesh.listener_config(component, service[:2])
-                if self.mesh is not None
-                else ListenerConfig(component=component, identity="xfcc")
-            )
-            host = await self.stack.enter_async_context(
-                ListenerHost(config, self.log.recorder(component).consume)
-            )
-        self.listeners[component] = host
-        self.registry.register(service[0], service[1], service[2], ("127.0.0.1", host.port))
-        return host
-
-    async def _upstream_listener(self, component: str, service: Service) -> ListenerProcess:
-        binary = await asyncio.to_thread(ensure_upstream_listener)
-        log_dir = self.spec.log_dir or self.workdir
-        listener = await self.stack.enter_async_context(
-            ListenerProcess(
-                component,
-                self.log.recorder(component).consume,
-                command=upstream_command(binary),
-                log_path=log_dir / f"upstream-listener-{component}.log",
-            )
+        """Another manager's listener behind the gateway (:func:`~harness.environment
+        .manager_listeners.add_listener`); stopped with the environment."""
+        parts = ListenerParts(
+            self.stack,
+            self.log,
+            self.registry,
+            self.gateway,
+            self.listeners,
+            self.spec.log_dir or self.workdir,
+            self.mesh,
         )
-        await self.gateway.reach_plaintext(service_key(*service))
-        return listener
+        return await add_listener(parts, component, service, implementation)
 
     async def apply_watcher(self, obj: Mapping[str, Any], within: float = 20.0) -> None:
         """Create or replace a Watcher; return once controller, fleet, route and every SKR's
@@ -297,15 +269,9 @@ class WatcherEnvironment:
         self, name: str, namespace: str, *, present: bool, within: float = 15.0
     ) -> None:
         """Until the VirtualService exists (or not) in KCP and Envoy confirmed that route."""
-        route = f"{namespace}/{name}"
-        async with asyncio.timeout(within):
-            while True:
-                vs = await get(self.kcp_api, VIRTUAL_SERVICES, name, namespace)
-                config = self.gateway.config
-                routed = config is not None and f'"{route}"' in json.dumps(config.rds())
-                if (vs is not None) == present and routed == present:
-                    return
-                await asyncio.sleep(0.05)
+        await wait_route(
+            self.kcp_api, self.gateway, name, namespace, present=present, within=within
+        )
 
     # -- faults -----------------------------------------------------------------------
 

@@ -22,6 +22,40 @@ from harness.skr.fleet import SkrFleet
 Params = Mapping[str, Any]
 
 
+class KcpFaults(Protocol):
+    """Envoy's fault injection on every KCP route."""
+
+    async def set_kcp_fault(
+        self,
+        *,
+        delay: float = 0.0,
+        delay_percent: float = 100.0,
+        abort_percent: float = 0.0,
+        abort_status: int = 503,
+    ) -> None: ...
+
+    async def clear_kcp_fault(self) -> None: ...
+
+
+class Stoppable(Protocol):
+    """A part with a process: stopped, started, killed, restarted."""
+
+    async def stop(self) -> object: ...
+
+    async def start(self) -> object: ...
+
+    async def kill(self) -> object: ...
+
+    async def restart(self) -> object: ...
+
+
+async def process_fault(fault: Fault, part: Stoppable) -> None:
+    """``stop``/``start``/``kill``/``restart`` of ``part`` as ``fault`` says."""
+    no_params(fault, fault.parameters)
+    actions = {"stop": part.stop, "start": part.start, "kill": part.kill, "restart": part.restart}
+    await lifecycle(fault, actions)
+
+
 class FaultTargets(Protocol):
     """The parts a fault can reach (a :class:`~harness.environment.WatcherEnvironment`
     is one); a protocol so that this module does not import the environment back."""
@@ -44,14 +78,14 @@ class FaultTargets(Protocol):
     async def clear_kcp_fault(self) -> None: ...
 
 
-def _no_params(fault: Fault, params: Params, allowed: tuple[str, ...] = ()) -> None:
+def no_params(fault: Fault, params: Params, allowed: tuple[str, ...] = ()) -> None:
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
         raise FaultError(f"{fault.target} {fault.action} takes no parameter {unknown}{hint}")
 
 
-def _lifecycle(
+def lifecycle(
     fault: Fault,
     actions: Mapping[str, Callable[[], Awaitable[object]]],
 ) -> Awaitable[object]:
@@ -64,52 +98,50 @@ def _lifecycle(
 async def inject(env: FaultTargets, fault: Fault) -> str:
     params = fault.parameters
     if fault.kind == "gateway":
-        _no_params(fault, params)
-        gw = env.gateway
-        await _lifecycle(
-            fault, {"stop": gw.stop, "start": gw.start, "kill": gw.kill, "restart": gw.restart}
-        )
-        return f"pid {gw.pid}" if gw.running else "down"
+        await process_fault(fault, env.gateway)
+        return f"pid {env.gateway.pid}" if env.gateway.running else "down"
     if fault.kind == "webhook":
-        _no_params(fault, params)
         inst = env.fleet[fault.name]
-        await _lifecycle(
-            fault,
-            {"stop": inst.stop, "start": inst.start, "kill": inst.kill, "restart": inst.restart},
-        )
+        await process_fault(fault, inst)
         return inst.state
     if fault.kind == "listener":
-        _no_params(fault, params)
         host = env.listeners[fault.name]
-        await _lifecycle(fault, {"stop": host.stop, "start": host.start, "restart": host.restart})
+        await listener_fault(fault, host)
         return f"port {host.port}" + ("" if host.running else " closed")
     if fault.kind == "apiserver":
-        _no_params(fault, params)
-        ctl = env.clusters.control(fault.name)
-        await _lifecycle(
-            fault, {"stop": ctl.stop, "start": ctl.start, "kill": ctl.kill, "restart": ctl.restart}
-        )
-        return f"pid {ctl.records[-1].pid}" if ctl.running else "down"
+        return await apiserver_fault(env.clusters, fault)
     if fault.kind == "kcp":
-        return await _kcp(env, fault, params)
+        return await kcp_fault(env, fault, params)
     if fault.kind == "certificates":
         return await _certificates(env, fault, params)
     raise FaultError(f"no handler for fault target {fault.target!r}")  # parse_fault forbids
 
 
-async def _kcp(env: FaultTargets, fault: Fault, params: Params) -> str:
+async def listener_fault(fault: Fault, host: ManagerListener) -> None:
+    """A listener stops, starts or restarts on the same port (it has no process to kill)."""
+    no_params(fault, fault.parameters)
+    await lifecycle(fault, {"stop": host.stop, "start": host.start, "restart": host.restart})
+
+
+async def apiserver_fault(clusters: Clusters, fault: Fault) -> str:
+    ctl = clusters.control(fault.name)
+    await process_fault(fault, ctl)
+    return f"pid {ctl.records[-1].pid}" if ctl.running else "down"
+
+
+async def kcp_fault(env: KcpFaults, fault: Fault, params: Params) -> str:
     if fault.action == "clear":
-        _no_params(fault, params)
+        no_params(fault, params)
         await env.clear_kcp_fault()
         return "no fault"
     if fault.action == "delay":
-        _no_params(fault, params, ("delay_ms", "percent"))
+        no_params(fault, params, ("delay_ms", "percent"))
         if "delay_ms" not in params:
             raise FaultError("kcp delay needs delay_ms (milliseconds)")
         delay_ms, percent = int(params["delay_ms"]), float(params.get("percent", 100.0))
         await env.set_kcp_fault(delay=delay_ms / 1000, delay_percent=percent)
         return f"delay {delay_ms} ms on {percent:g}%"
-    _no_params(fault, params, ("percent", "status"))
+    no_params(fault, params, ("percent", "status"))
     percent, status = float(params.get("percent", 100.0)), int(params.get("status", 503))
     await env.set_kcp_fault(abort_percent=percent, abort_status=status)
     return f"abort {status} on {percent:g}%"
@@ -118,12 +150,12 @@ async def _kcp(env: FaultTargets, fault: Fault, params: Params) -> str:
 async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
     rotation = env.rotation
     if fault.action == "rotate-leaf":
-        _no_params(fault, params, ("skrs",))
+        no_params(fault, params, ("skrs",))
         skrs = params.get("skrs")
         await rotation.rotate_leaves(skrs)
         return f"leaves of {', '.join(skrs) if skrs else 'every SKR'}"
     if fault.action == "rotate-ca":
-        _no_params(fault, params, ("skrs",))
+        no_params(fault, params, ("skrs",))
         if params.get("skrs") is not None:
             raise FaultError("a CA rotation re-issues every SKR; do not pass skrs")
         await rotation.rotate_ca()
@@ -132,7 +164,7 @@ async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
             "in each Kyma's next reconcile"
         )
     if fault.action == "break-leaf":
-        _no_params(fault, params, ("skrs", "override"))
+        no_params(fault, params, ("skrs", "override"))
         skrs, kind = list(params.get("skrs") or []), str(params.get("override", ""))
         if not skrs:
             raise FaultError("break-leaf needs skrs: the SKRs whose certificate to break")
@@ -145,7 +177,7 @@ async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
             raise FaultError(str(exc)) from None
         await rotation.break_leaves(skrs, override)
         return f"{kind} certificate for {', '.join(skrs)}"
-    _no_params(fault, params)
+    no_params(fault, params)
     try:
         await rotation.drop_old_ca()
     except RotationError as exc:

@@ -25,23 +25,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from watcher.domain import ISTIO_NAMESPACE, KCP_NAMESPACE
+from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUBJECT
+from watcher.domain import CERT_MANAGER_PURPOSE, ISTIO_NAMESPACE, KCP_NAMESPACE, PURPOSE_LABEL
 from watcher.pki import is_ip
 from watcher.render.virtualservice import gateway_dict
 
 ROOT_ISSUER = "klm-watcher-root"
 CA_CERTIFICATE = "klm-watcher-serving"
 CA_SECRET = "klm-watcher"
-CA_ISSUER = "klm-watcher-selfsigned"
 GATEWAY_NAME = "klm-watcher"
 
-KLM_SUBJECT = {
-    "organizationalUnits": ["BTP Kyma Runtime"],
-    "organizations": ["SAP SE"],
-    "localities": ["Walldorf"],
-    "provinces": ["Baden-Württemberg"],
-    "countries": ["DE"],
-}
 MANAGED_BY = {"operator.kyma-project.io/managed-by": "lifecycle-manager"}
 
 
@@ -88,7 +81,7 @@ def watcher_ca_chain(gateway_host: str, *, key_size: int = 4096) -> list[dict[st
         _issuer(
             CA_ISSUER,
             {"ca": {"secretName": CA_SECRET}},
-            labels={"operator.kyma-project.io/purpose": "klm-watcher-cert-manager", **MANAGED_BY},
+            labels={PURPOSE_LABEL: CERT_MANAGER_PURPOSE, **MANAGED_BY},
         ),
     ]
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RECONCILE_STARTED = "Kyma reconciliation started"
+RECONCILE_FINISHED = "Kyma reconciliation finished"
+"""Ours only: the reconcile's outcome in ``context.outcome`` (a declared capability)."""
 RECONCILER_ERROR = "Reconciler error"
 KYMA_CONTROLLER = "kyma"
 EVENT_QUEUED = re.compile(r"^event received from SKR, adding (?P<key>[^\s/]+/[^\s/]+) to queue$")
@@ -109,7 +111,15 @@ class ReconcileFailed:
     error: str
 
 
-Observation = ReconcileStarted | EventQueued | ReconcileFailed
+@dataclass(frozen=True)
+class ReconcileFinished:
+    at: float
+    kyma: str
+    reconcile_id: str
+    outcome: str
+
+
+Observation = ReconcileStarted | EventQueued | ReconcileFailed | ReconcileFinished
 
 
 def _kyma_key(context: Mapping[str, Any]) -> str | None:
@@ -138,6 +148,8 @@ def observe(record: LogRecord) -> Observation | None:
         )
     if record.message == RECONCILER_ERROR:
         return ReconcileFailed(record.at, key, reconcile_id, str(context.get("error", "")))
+    if record.message == RECONCILE_FINISHED and isinstance(context.get("outcome"), str):
+        return ReconcileFinished(record.at, key, reconcile_id, context["outcome"])
     return None
 
 
@@ -153,6 +165,8 @@ class ObservedReconcile:
     reconcile_id: str = ""
     failed: bool = False
     error: str = ""
+    outcome: str | None = None
+    """What the KLM says the reconcile came to (ours does); ``error`` when it failed."""
 
     @property
     def latency(self) -> float:
@@ -195,9 +209,21 @@ class ReconcileHistory:
                 index = self._by_id.get(rid)
                 if index is None:
                     return None
-                failed = dataclasses.replace(self.reconciles[index], failed=True, error=error)
+                failed = dataclasses.replace(
+                    self.reconciles[index], failed=True, error=error, outcome="error"
+                )
                 self.reconciles[index] = failed
                 return failed
+            case ReconcileFinished(reconcile_id=rid, outcome=outcome):
+                index = self._by_id.get(rid)
+                if index is None:
+                    return None
+                done = self.reconciles[index]
+                finished = dataclasses.replace(
+                    done, outcome=outcome if not done.failed else "error"
+                )
+                self.reconciles[index] = finished
+                return finished
         return None
 
     def extend(self, observations: Iterable[Observation | None]) -> None:

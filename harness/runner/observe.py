@@ -13,7 +13,6 @@ from harness.expect.observations import (
     Mark,
     MetricKey,
     Observations,
-    ReconcileSeen,
     WriteSeen,
     metric_key,
 )
@@ -97,10 +96,7 @@ async def observe(ctx: RunContext, expect: Expect, since: float) -> Observations
         now=ctx.clock(),
         events=tuple(received(e) for e in session.events),
         reconciles=tuple(
-            ReconcileSeen(
-                r.kyma, frozenset(t.value for t in r.triggers), r.outcome.value, r.at, r.latency
-            )
-            for r in session.reconciles(None, None, min(since, run_start) if whole_run else since)
+            session.reconciles(None, None, min(since, run_start) if whole_run else since)
         ),
         rejections=rejections,
         metrics=metrics,

@@ -132,6 +132,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "as every SKR's webhook (default: WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); "
         "scenarios needing our webhook's own features are skipped",
     )
+    parser.addoption(
+        "--klm-command",
+        default=None,
+        metavar="COMMAND",
+        help="bring your own Lifecycle Manager: a command taking KLM's flags, run as the "
+        "KCP's KLM (default: WATCHER_HARNESS_KLM_COMMAND, else ours in process); scenarios "
+        "needing what it does not show are skipped",
+    )
+    parser.addoption("--klm-crds", default=None, metavar="DIR", help="that KLM's CRDs")
+    parser.addoption(
+        "--klm-features",
+        default=None,
+        metavar="LIST",
+        help="what that KLM shows beyond upstream's, comma-separated",
+    )
 
 
 def backend_override(config: pytest.Config) -> BackendOverride:
@@ -142,6 +157,9 @@ def backend_override(config: pytest.Config) -> BackendOverride:
         host_address=config.getoption("--cluster-host-address", default=None),
         webhook_mode=config.getoption("--cluster-webhook", default=None),
         webhook_command=config.getoption("--webhook-command", default=None),
+        klm_command=config.getoption("--klm-command", default=None),
+        klm_crds=config.getoption("--klm-crds", default=None),
+        klm_features=config.getoption("--klm-features", default=None),
     )
 
 

@@ -41,7 +41,15 @@ KYMA_RESOURCE = ResourceRef(group="operator.kyma-project.io", version="v1beta2",
 
 @asynccontextmanager
 async def live_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
-    """A real environment (:func:`harness.environment.watcher_environment`)."""
+    """A real environment: the harness's own (:func:`harness.environment
+    .watcher_environment`), or one around a KLM process (``--klm-command``:
+    :func:`harness.runner.klm_session.klm_session`)."""
+    if spec.backend.klm_command:
+        from harness.runner.klm_session import klm_session
+
+        async with klm_session(spec) as session:
+            yield session
+        return
     from harness.environment import watcher_environment
 
     async with watcher_environment(spec) as env:
@@ -83,7 +91,7 @@ async def setup_kymas(session: Session, scenario: Scenario) -> None:
 async def run_steps(ctx: RunContext) -> None:
     steps = ctx.scenario.steps
     for index, step in enumerate(steps):
-        skip = step_skip_reason(step, ctx.webhook_command)
+        skip = step_skip_reason(step, ctx.webhook_command, ctx.klm_command, ctx.klm_features)
         if skip is not None:
             ctx.report.step(step.name, Status.SKIPPED, 0.0, error=skip)
             continue
@@ -99,7 +107,7 @@ async def observe(ctx: RunContext, session: Session) -> None:
         obj = f"{e.namespace}/{e.kind}/{e.name}" if e.namespace else f"{e.kind}/{e.name}"
         ctx.report.event(TimelineKind.EVENT, e.manager, obj, e.runtime_id, at=e.received_at)
     for r in session.reconciles(None, None, ctx.report.started_at):
-        triggers = ",".join(sorted(t.value for t in r.triggers))
+        triggers = ",".join(sorted(r.triggers))
         ctx.report.event(TimelineKind.RECONCILE, KCP, r.kyma, f"{triggers}: {r.outcome}", at=r.at)
     ctx.report.set_metrics(await session.metrics_snapshot())
 
@@ -136,6 +144,8 @@ async def run_scenario(
                 log_dir=log_dir,
                 run_id=options.run_id or secrets.token_hex(4),
                 webhook_command=check.choice.webhook_command if check.choice else (),
+                klm_command=check.choice.klm_command if check.choice else (),
+                klm_features=check.choice.klm_features if check.choice else (),
             )
             try:
                 async with asyncio.timeout(scenario.timeout) as scope:

@@ -9,9 +9,7 @@ stand-in and the listeners' metrics.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import ssl
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -21,65 +19,26 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from harness.churn.admissions import AdmissionCounts, webhook_calls
-from harness.churn.model import Mutation, WriteFailed, write_failure
+from harness.churn.admissions import AdmissionCounts
+from harness.churn.model import Mutation
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
-from harness.expect.observations import ObjectsSeen
+from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.faults import Fault
 from harness.kcp.lifecycle_manager.queue.reconciler import Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kube import (
-    KubeError,
-    Resource,
-    create,
-    create_or_replace,
-    delete,
-    discover,
-    get,
-    list_objects,
-    merge_patch,
-    request,
-    watch_objects,
-)
+from harness.kcp.listeners import ManagerListener
 from harness.report.model import ProcessRecordLike
-from harness.scenario import KCP, ObjectWatch, ResourceRef, Selection
-from harness.scenario.expectations import gateway_stat_name
+from harness.runner.cluster_session import (
+    ClusterSession,
+)
+from harness.scenario import ObjectWatch, ResourceRef, Selection
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
-from watcher.render.envoy_settings import GatewayListener
 
-# Kinds whose plural is not "<kind>s" in lower case, or which are cluster-scoped.
-_PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
-_CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition", "ClusterRole"})
-_KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace",
-          "kymas": "Kyma", "watchers": "Watcher", "manifests": "Manifest",
-          "moduletemplates": "ModuleTemplate",
-          "modulereleasemetas": "ModuleReleaseMeta"}  # fmt: skip
-logger = logging.getLogger(__name__)
-WATCH_RETRY_MAX = 5.0
-"""Seconds between attempts, at most, to find the type an object watch needs."""
 REJECTION_METRICS = (
     "watcher_listener_verification_failed_total",
     "watcher_listener_events_rejected_total",
 )
-
-
-def resource_of_object(obj: Mapping[str, Any]) -> Resource:
-    """The API resource of a manifest, from its ``apiVersion`` and ``kind``."""
-    group, _, version = str(obj["apiVersion"]).rpartition("/")
-    kind = str(obj["kind"])
-    lower = kind.lower()
-    plural = _PLURALS.get(kind) or (lower[:-1] + "ies" if lower.endswith("y") else lower + "s")
-    if kind == "Kyma":
-        plural = "kymas"
-    return Resource(group, version, plural, kind, namespaced=kind not in _CLUSTER_SCOPED)
-
-
-def resource_of_ref(ref: ResourceRef) -> Resource:
-    kind = _KINDS.get(ref.resource, "")
-    return Resource(ref.group, ref.version, ref.resource, kind, namespaced=kind != "Namespace")
-
-
 REQUEST_TIMEOUT = 10.0
 FOREIGN_RUNTIME_ID = "foreign-runtime"
 FOREIGN_SKR_DOMAIN = "foreign.kyma.example.com"
@@ -166,6 +125,22 @@ def probe_certificate(ca: pki.CertificateAuthority, kind: str) -> pki.Issued:
     return issue_webhook_certificate(ca, FOREIGN_RUNTIME_ID, FOREIGN_SKR_DOMAIN, override)
 
 
+def listener_rejections(host: ManagerListener, reason: str) -> float:
+    """Requests ``host`` refused with ``reason`` so far, from its own counters."""
+    return sum(
+        value
+        for name in REJECTION_METRICS
+        for labels, value in host.samples(name).items()
+        if dict(labels).get("reason") == reason
+    )
+
+
+def reconcile_seen(r: Reconcile) -> ReconcileSeen:
+    """An in-process reconcile record as any Lifecycle Manager's reconcile is observed."""
+    triggers = frozenset(t.value for t in r.triggers)
+    return ReconcileSeen(r.kyma, triggers, r.outcome.value, r.at, r.latency)
+
+
 class Session(Protocol):
     """The environment as the actions see it."""
 
@@ -174,7 +149,10 @@ class Session(Protocol):
 
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
-    ) -> Sequence[Reconcile]: ...
+    ) -> Sequence[ReconcileSeen]:
+        """The Lifecycle Manager's reconciles started at or after ``since``, oldest first
+        (of ``kyma``, with ``trigger`` among their triggers, when given)."""
+        ...
 
     def rejections(self, listener: str, reason: str) -> float:
         """Requests ``listener`` refused with ``reason`` so far (counters: only grow)."""
@@ -269,12 +247,12 @@ class Session(Protocol):
         ...
 
 
-class LiveSession:
-    """:class:`Session` over a running :class:`WatcherEnvironment`."""
+class LiveSession(ClusterSession):
+    """:class:`Session` over a running :class:`WatcherEnvironment` (the harness's KLM)."""
 
     def __init__(self, env: WatcherEnvironment) -> None:
+        super().__init__(env)
         self.env = env
-        self._discovered: dict[tuple[str, str, str], Resource] = {}
 
     @property
     def events(self) -> Sequence[ObservedEvent]:
@@ -282,33 +260,18 @@ class LiveSession:
 
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
-    ) -> Sequence[Reconcile]:
-        return self.env.klm.reconciles(kyma, Trigger(trigger) if trigger else None, since)
+    ) -> Sequence[ReconcileSeen]:
+        found = self.env.klm.reconciles(kyma, Trigger(trigger) if trigger else None, since)
+        return [reconcile_seen(r) for r in found]
 
     def rejections(self, listener: str, reason: str) -> float:
         host = self.env.listeners.get(listener)
-        if host is None:
-            return 0.0
-        return sum(
-            value
-            for name in REJECTION_METRICS
-            for labels, value in host.samples(name).items()
-            if dict(labels).get("reason") == reason
-        )
+        return listener_rejections(host, reason) if host is not None else 0.0
 
     async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float:
         if target == "gateway":
             name = self.gateway_stat(name)
         return await self.env.metric(target, name, labels)
-
-    def gateway_stat(self, name: str) -> str:
-        """``name`` as a full Envoy stat name of this environment's gateway."""
-        gateway = self.env.gateway
-        return gateway_stat_name(
-            name,
-            listener_prefix=f"listener.{gateway.listen_address}_{gateway.port}",
-            http_prefix=f"http.{GatewayListener.stat_prefix}",
-        )
 
     async def request(
         self,
@@ -367,168 +330,19 @@ class LiveSession:
     async def delete_watcher(self, name: str, namespace: str) -> None:
         await self.env.delete_watcher(name, namespace)
 
-    def _api(self, cluster: str) -> Any:
-        return self.env.kcp_api if cluster == KCP else self.env.skr_apis[cluster]
-
-    async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any:
-        return await create_or_replace(self._api(cluster), resource_of_object(obj), obj)
-
-    async def patch(
-        self,
-        cluster: str,
-        ref: ResourceRef,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        subresource: str = "",
-    ) -> Any:
-        resource = resource_of_ref(ref)
-        return await merge_patch(
-            self._api(cluster), resource, name, namespace or None, patch, subresource=subresource
-        )
-
-    async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool:
-        return await delete(self._api(cluster), resource_of_ref(ref), name, namespace or None)
-
-    async def write(self, mutation: Mutation) -> Any:
-        try:
-            return await self._write(mutation)
-        except KubeError as exc:
-            failure = write_failure(mutation.operation, exc.status, exc.reached)
-            raise WriteFailed(f"{type(exc).__name__}: {exc}", failure) from exc
-
-    async def _write(self, mutation: Mutation) -> Any:
-        kind = mutation.kind
-        resource = Resource(kind.group, kind.version, kind.resource, kind.kind)
-        api = self._api(mutation.cluster)
-        if mutation.operation == "create":
-            return await create(api, resource, mutation.payload() or {})
-        if mutation.operation == "delete":
-            # Not ``delete()``: it takes 404 as done, but a churn delete of an object that
-            # was never created (its create failed) is a failed write — no admission, no event.
-            return await request(api, "DELETE", resource.path(mutation.namespace, mutation.name))
-        return await merge_patch(
-            api,
-            resource,
-            mutation.name,
-            mutation.namespace,
-            mutation.payload() or {},
-            subresource=mutation.subresource,
-        )
-
     def processes(self) -> list[ProcessRecordLike]:
         """Every process the environment ran (every incarnation), with its log."""
-        env = self.env
-        records = list(env.clusters.processes)
-        for name in env.clusters.clusters:
-            control = env.clusters.clusters[name].control
-            if control is not None:
-                records.extend(r for r in control.records if r not in records)
-        records.extend(env.gateway.records)
-        for inst in env.fleet:
+        records: list[ProcessRecordLike] = self.cluster_processes()
+        for inst in self.env.fleet:
             records.extend(inst.process_records)
-        return list(records)
-
-    async def admission_counts(self, cluster: str) -> AdmissionCounts | None:
-        text = await self.apiserver_metrics(cluster)
-        return None if text is None else await asyncio.to_thread(webhook_calls, text)
-
-    async def apiserver_metrics(self, cluster: str) -> str | None:
-        target = self.env.clusters.clusters.get(cluster)
-        if target is None:
-            return None
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as client,
-                client.get(f"{target.server}/metrics", ssl=target.ssl_context()) as response,
-            ):
-                if response.status != 200:
-                    return None
-                return await response.text()
-        except (aiohttp.ClientError, OSError, TimeoutError):
-            return None
-
-    async def resource(self, cluster: str, selection: Selection) -> Resource:
-        """The API resource ``selection`` names (discovery for ``apiVersion`` + ``kind``,
-        remembered per cluster)."""
-        if selection.resource is not None:
-            return resource_of_ref(selection.resource)
-        assert selection.api_version is not None and selection.kind is not None
-        key = (cluster, selection.api_version, selection.kind)
-        if key not in self._discovered:
-            self._discovered[key] = await discover(
-                self._api(cluster), selection.api_version, selection.kind
-            )
-        return self._discovered[key]
-
-    async def select(self, selection: Selection, cluster: str) -> ObjectsSeen:
-        try:
-            resource = await self.resource(cluster, selection)
-            namespace = selection.namespace or None
-            if selection.name:
-                found = await get(self._api(cluster), resource, selection.name, namespace)
-                objects = [found] if found is not None else []
-                if found is not None and selection.selector:
-                    labels = (found.get("metadata") or {}).get("labels") or {}
-                    if any(labels.get(k) != v for k, v in selection.selector.items()):
-                        objects = []
-            else:
-                selector = ",".join(f"{k}={v}" for k, v in (selection.selector or {}).items())
-                objects, _ = await list_objects(
-                    self._api(cluster), resource, namespace, label_selector=selector or None
-                )
-        except KubeError as exc:
-            return ObjectsSeen(cluster, error=str(exc))
-        return ObjectsSeen(cluster, tuple(objects))
-
-    async def watch(self, target: ObjectWatch) -> AsyncIterator[tuple[str, Mapping[str, Any]]]:
-        selection = Selection(
-            cluster=target.cluster,
-            resource=target.resource,
-            api_version=target.api_version,
-            kind=target.kind,
-            namespace=target.namespace,
-        )
-        delay = 0.1
-        while True:
-            try:
-                resource = await self.resource(target.cluster, selection)
-                break
-            except (KubeError, OSError) as exc:
-                logger.warning("object watch %s: %s; retrying in %.1f s", target.key, exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, WATCH_RETRY_MAX)
-        namespace = target.namespace or None
-        async for kind, obj in watch_objects(
-            self._api(target.cluster), resource, namespace=namespace
-        ):
-            yield kind, obj
-
-    def kubeconfig(self, cluster: str) -> Path:
-        path = self.env.workdir / "kubeconfigs" / f"{cluster}.yaml"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(self.env.clusters.clusters[cluster].kubeconfig_embedded)
-            path.chmod(0o600)
-        return path
+        return records
 
     def builtins(self) -> dict[str, Any]:
-        env = self.env
-        clusters = {
-            name: {
-                "name": name,
-                "server": cluster.server,
-                "kubeconfig": str(self.kubeconfig(name)),
-                "runtimeId": next((s.runtime_id for s in env.spec.skrs if s.name == name), ""),
-            }
-            for name, cluster in env.clusters.clusters.items()
-        }
         listeners = {
             component: {"port": host.port, "url": host.url if host.running else ""}
-            for component, host in env.listeners.items()
+            for component, host in self.env.listeners.items()
         }
-        gateway = {"url": env.gateway.url, "port": env.gateway.port}
-        return {"clusters": clusters, "listeners": listeners, "gateway": gateway}
+        return {**self.cluster_builtins(), "listeners": listeners}
 
     async def metrics_snapshot(self) -> dict[str, float]:
         """Every SKR webhook's metrics, prefixed ``webhook/<skr>:``."""

@@ -26,6 +26,7 @@ from harness.kcp.lifecycle_manager.kyma.modules import catalog_fixture
 from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.runner.errors import BackendUnsupported
 from harness.scenario import (
+    KCP,
     BreakFault,
     Certificate,
     Certificates,
@@ -36,10 +37,14 @@ from harness.scenario import (
     Scenario,
 )
 from harness.scenario.modules import Module
+from harness.scenario.operations import WatcherOp
 from harness.scenario.requirements import (
     derived_from_clusters,
     derived_from_operations,
+    derived_klm_from_operations,
+    derived_klm_from_scenario,
     missing_features,
+    missing_klm_features,
 )
 from harness.scenario.steps import Step
 from harness.skr.certs import CertificateOverride
@@ -76,20 +81,48 @@ def scenario_backend(scenario: Scenario, backend: BackendChoice | None) -> Backe
             scenario.requires.webhook,
             shlex.join(choice.webhook_command),
         )
+    if reason is None and choice.klm_command:
+        needs = derived_klm_from_scenario(
+            scenario.settings,
+            modules=len(scenario.modules),
+            changes_watchers=any(
+                isinstance(op, WatcherOp)
+                for step in scenario.steps
+                for _, operations in step.blocks()
+                for op in operations
+            ),
+        )
+        reason = missing_klm_features(
+            needs, scenario.requires.klm, choice.klm_features, shlex.join(choice.klm_command)
+        )
     if reason is not None:
         raise BackendUnsupported(f"scenario {scenario.name!r}: {reason}")
     return choice
 
 
-def step_skip_reason(step: Step, webhook_command: tuple[str, ...]) -> str | None:
-    """Why ``step`` cannot run against the webhook ``webhook_command`` (None: it can)."""
-    if not webhook_command:
-        return None
-    return missing_features(
-        derived_from_operations(step.operations()),
-        step.requires.webhook,
-        shlex.join(webhook_command),
-    )
+def step_skip_reason(
+    step: Step,
+    webhook_command: tuple[str, ...],
+    klm_command: tuple[str, ...] = (),
+    klm_features: tuple[str, ...] = (),
+) -> str | None:
+    """Why ``step`` cannot run against the webhook ``webhook_command`` or the KLM
+    ``klm_command`` showing ``klm_features`` (None: it can)."""
+    reason = None
+    if webhook_command:
+        reason = missing_features(
+            derived_from_operations(step.operations()),
+            step.requires.webhook,
+            shlex.join(webhook_command),
+        )
+    if reason is None and klm_command:
+        reason = missing_klm_features(
+            derived_klm_from_operations(step.operations()),
+            step.requires.klm,
+            klm_features,
+            shlex.join(klm_command),
+        )
+    return reason
 
 
 def certificate_override(certificate: Certificate) -> CertificateOverride:
@@ -136,6 +169,9 @@ def environment_spec(
 ) -> EnvironmentSpec:
     """The environment ``scenario`` runs in (see the module doc)."""
     choice = scenario_backend(scenario, backend)
+    # Given ``kymas``, the environment provisions only the default KCP Kymas among them:
+    # one written and deleted again would race the scenario's own for the same runtime.
+    wanted = None if scenario.kymas is None else {(k.cluster, k.name) for k in scenario.kymas}
     skrs = tuple(
         SkrSpec(
             name=skr.name,
@@ -143,7 +179,7 @@ def environment_spec(
             skr_domain=skr.skr_domain,
             certificate=certificate_override(skr.certificate),
             delivery_mode=skr.delivery_mode,
-            create_kyma=skr.kyma,
+            create_kyma=skr.kyma and (wanted is None or (KCP, skr.kyma_name) in wanted),
         )
         for skr in scenario.clusters.skrs
     )

@@ -1,11 +1,16 @@
-"""``requires``: what a scenario or a step needs of the SKR webhook beyond upstream's contract.
+"""``requires``: what a scenario or a step needs of the SKR webhook or the Lifecycle Manager
+beyond what upstream's show.
 
 The library runs against any webhook that takes upstream's environment contract
-(``--webhook-command``). What only our webhook does is named here; a scenario or step that
-depends on it says so, and against another implementation it is skipped with the reason
-instead of failing for the wrong one::
+(``--webhook-command``) and any KLM that takes KLM's flags (``--klm-command``). What only
+ours do or show is named here; a scenario or step that depends on it says so, and against
+another implementation it is skipped with the reason instead of failing for the wrong one::
 
-    requires: {webhook: [async-delivery, spool]}
+    requires: {webhook: [async-delivery, spool], klm: [reconcile-triggers]}
+
+A KLM command has none of the KLM features unless it is said to
+(``--klm-features``/``WATCHER_HARNESS_KLM_FEATURES``: ours as a process shows
+``reconcile-triggers``, ``reconcile-outcomes``, ``san-pinning`` and ``modules``).
 
 Some needs are read off the scenario itself, so they cannot be forgotten: a ``metrics``
 expectation on ``webhook/<skr>`` naming a metric upstream's webhook does not export needs
@@ -19,7 +24,15 @@ from typing import Literal
 
 from harness.scenario.clusters import Clusters
 from harness.scenario.expectations import MetricExpectation
-from harness.scenario.operations import ExpectOp, Operation
+from harness.scenario.operations import (
+    BreakFault,
+    ExpectOp,
+    FaultOp,
+    Operation,
+    ProcessFault,
+    RotateFault,
+)
+from harness.scenario.settings import Settings
 from harness.scenario.values import Model
 
 WebhookFeature = Literal["async-delivery", "spool", "metrics", "settings", "certificate-reload"]
@@ -53,10 +66,42 @@ def upstream_webhook_metric(name: str) -> bool:
     return name in UPSTREAM_WEBHOOK_METRICS or name.startswith(("process_", "go_"))
 
 
+KlmFeature = Literal[
+    "reconcile-triggers",
+    "reconcile-outcomes",
+    "rejection-reasons",
+    "san-pinning",
+    "modules",
+    "webhook-config-replace",
+    "harness-klm",
+]
+
+KLM_FEATURES: Mapping[KlmFeature, str] = {
+    "reconcile-triggers": "says why each reconcile started (kyma-created, kyma-changed, "
+    "requeue-timer, ...); of upstream's, the log shows only which event queued a Kyma",
+    "reconcile-outcomes": "says what each reconcile came to (success, busy, warning); "
+    "upstream's log says only when one failed",
+    "rejection-reasons": "counts refused events by reason where the harness reads them at "
+    "once (our listener, in the harness's process)",
+    "san-pinning": "refuses an event whose certificate does not name its Kyma's skr-domain "
+    "(upstream's relies on Istio's mTLS alone since 2026)",
+    "modules": "resolves modules from the KCP's ModuleTemplates (upstream's needs an OCI "
+    "registry with OCM descriptors, which this machine has not)",
+    "webhook-config-replace": "puts an altered webhook configuration back whole; a "
+    "server-side apply keeps what other writers set (a url beside its service "
+    "clientConfig) and the API server refuses the result",
+    "harness-klm": "is the harness's own, in its process: settings.klm (certificate "
+    "timings, health, Manifest readiness, Watcher rollout), certificate faults, and "
+    "webhooks the harness stops and starts (a KLM process owns the webhook Deployment; "
+    "its pod can be killed)",
+}
+
+
 class Requirements(Model):
-    """What a scenario or step needs of the webhook (see the module doc)."""
+    """What a scenario or step needs of the webhook and the KLM (see the module doc)."""
 
     webhook: tuple[WebhookFeature, ...] = ()
+    klm: tuple[KlmFeature, ...] = ()
 
 
 def _metric_expectations(operations: Iterable[Operation]) -> Iterator[MetricExpectation]:
@@ -99,3 +144,94 @@ def missing_features(
         for feature, why in sorted(wanted.items())
     ]
     return f"needs our webhook's {'; '.join(parts)}, not {command!r}"
+
+
+def _reconcile_needs(trigger: str | None, outcomes: frozenset[str] | None) -> set[KlmFeature]:
+    needs: set[KlmFeature] = set()
+    if trigger not in (None, "watch-event"):
+        needs.add("reconcile-triggers")
+    if outcomes is not None and outcomes - {"error"}:
+        needs.add("reconcile-outcomes")
+    return needs
+
+
+def _operation_klm_needs(op: Operation) -> dict[KlmFeature, str]:
+    found: dict[KlmFeature, str] = {}
+    if isinstance(op, ExpectOp):
+        expect = op.expect
+        for r in expect.reconciles:
+            for feature in _reconcile_needs(r.trigger, r.outcomes):
+                found.setdefault(feature, f"expects reconciles of {r.kyma} by trigger/outcome")
+        for t in expect.timeline:
+            for occurrence in (t.first, t.then):
+                sel = occurrence.reconcile
+                if sel is not None:
+                    for feature in _reconcile_needs(sel.trigger, sel.outcomes):
+                        found.setdefault(feature, "orders reconciles by trigger/outcome")
+        for rejection in expect.rejections:
+            found.setdefault("rejection-reasons", f"counts {rejection.reason} refusals")
+            if rejection.reason == "san-mismatch":
+                found.setdefault("san-pinning", "expects SAN-mismatch refusals")
+    elif isinstance(op, FaultOp):
+        fault = op.fault
+        if isinstance(fault, RotateFault | BreakFault):
+            found["harness-klm"] = "changes the certificates the harness's KLM issues"
+        elif (
+            isinstance(fault, ProcessFault)
+            and fault.target.startswith("webhook/")
+            and fault.action != "kill"  # a KLM process owns the Deployment: no stop, start
+        ):
+            found["harness-klm"] = f"{fault.action}s {fault.target} (only kill otherwise)"
+    return found
+
+
+def derived_klm_from_operations(operations: Iterable[Operation]) -> dict[KlmFeature, str]:
+    """What the operations need of the KLM beyond upstream's (see :data:`KLM_FEATURES`)."""
+    found: dict[KlmFeature, str] = {}
+    for op in operations:
+        for feature, why in _operation_klm_needs(op).items():
+            found.setdefault(feature, why)
+    return found
+
+
+def derived_klm_from_scenario(
+    settings: Settings, *, modules: int, changes_watchers: bool
+) -> dict[KlmFeature, str]:
+    """What the scenario's declarations need of the KLM beyond upstream's."""
+    found: dict[KlmFeature, str] = {}
+    klm = settings.klm
+    if klm.health is not None:
+        found["harness-klm"] = "turns watcher health on (settings.klm.health)"
+    elif "certificates" in klm.model_fields_set:
+        found["harness-klm"] = "sets certificate timings (settings.klm.certificates)"
+    elif "manifest_ready_after" in klm.model_fields_set:
+        found["harness-klm"] = "sets settings.klm.manifestReadyAfter"
+    elif not settings.san_pinning:
+        found["harness-klm"] = "turns SAN pinning off (settings.sanPinning)"
+    elif changes_watchers and klm.watcher_rollout == "immediate":
+        found["harness-klm"] = "changes Watchers with immediate rollout (settings.klm)"
+    if modules:
+        found["modules"] = f"declares {modules} module(s)"
+    return found
+
+
+def missing_klm_features(
+    needs: Mapping[KlmFeature, str],
+    declared: Iterable[KlmFeature],
+    provided: Iterable[str],
+    command: str,
+) -> str | None:
+    """Why these needs cannot be met by the KLM ``command`` showing ``provided`` (None:
+    they can)."""
+    wanted = dict(needs)
+    for feature in declared:
+        wanted.setdefault(feature, "declared")
+    have = set(provided)
+    lacking = {f: why for f, why in wanted.items() if f not in have}
+    if not lacking:
+        return None
+    parts = [
+        f"{feature} ({'' if why == 'declared' else why + '; '}a KLM that {KLM_FEATURES[feature]})"
+        for feature, why in sorted(lacking.items())
+    ]
+    return f"needs {'; '.join(parts)}; not shown by KLM {command!r}"

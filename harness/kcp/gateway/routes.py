@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
@@ -22,8 +23,8 @@ from typing import Any, Protocol, Self
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.kcp.gateway.envoy import GatewayError
-from harness.kube import VIRTUAL_SERVICES, Backoff, object_key, watch_objects
+from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError
+from harness.kube import VIRTUAL_SERVICES, Backoff, get, object_key, watch_objects
 from watcher.render.envoy import routes_from_virtual_service
 from watcher.render.errors import RenderError
 
@@ -206,3 +207,25 @@ class VirtualServiceSync:
             self.applied += 1
             logger.debug("pushed %d VirtualService(s)", len(services))
             self.last_error = None
+
+
+async def wait_route(
+    api: ApiClient,
+    gateway: EnvoyGateway,
+    name: str,
+    namespace: str,
+    *,
+    present: bool,
+    within: float = 15.0,
+) -> None:
+    """Until the Watcher's VirtualService exists (or not) in the KCP and Envoy confirmed
+    that route (or its absence)."""
+    route = f"{namespace}/{name}"
+    async with asyncio.timeout(within):
+        while True:
+            vs = await get(api, VIRTUAL_SERVICES, name, namespace)
+            config = gateway.config
+            routed = config is not None and f'"{route}"' in json.dumps(config.rds())
+            if (vs is not None) == present and routed == present:
+                return
+            await asyncio.sleep(0.05)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from harness.environment.klm_platform import (
-    CA_ISSUER,
     CA_SECRET,
     watcher_ca_chain,
     watcher_gateway,
 )
+from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER
 
 
 def test_the_chain_is_root_then_ca_certificate_then_ca_issuer() -> None:

@@ -61,6 +61,7 @@ def test_its_log_reads_as_any_klm_log() -> None:
         log.info("Kyma reconciliation started", extra={"context": started})
         failed = {**context, "reconcileID": "r1", "error": "boom"}
         log.info("Reconciler error", extra={"context": failed})
+        log.info("Kyma reconciliation finished", extra={"context": {**failed, "outcome": "error"}})
     finally:
         log.removeHandler(handler)
     history = ReconcileHistory()
@@ -72,7 +73,7 @@ def test_its_log_reads_as_any_klm_log() -> None:
         history.add(found)
     (reconcile,) = history.reconciles
     assert reconcile.triggers == {"watch-event", "requeue-timer"}
-    assert reconcile.failed and reconcile.error == "boom"
+    assert reconcile.failed and reconcile.error == "boom" and reconcile.outcome == "error"
 
 
 def test_the_certificate_it_asks_cert_manager_for() -> None:
@@ -82,7 +83,7 @@ def test_the_certificate_it_asks_cert_manager_for() -> None:
         "name": "kyma-a-webhook-tls",
         "namespace": "istio-system",
         "labels": {
-            "operator.kyma-project.io/kyma-name": "kyma-a",
+            "operator.kyma-project.io/purpose": "klm-watcher-cert-manager",
             "operator.kyma-project.io/managed-by": "lifecycle-manager",
         },
     }

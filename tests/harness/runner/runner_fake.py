@@ -16,11 +16,12 @@ from typing import Any
 
 from harness.churn.model import Mutation
 from harness.environment import EnvironmentSpec, FaultRecord, ObservedEvent
-from harness.expect.observations import ObjectsSeen
+from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.faults import Fault
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KubeError
+from harness.runner.session import reconcile_seen
 from harness.scenario import ObjectWatch, ResourceRef, Selection
 
 FAIL_NAME = "fail"
@@ -120,9 +121,9 @@ class FakeSession:
     # -- observation ---------------------------------------------------------------
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
-    ) -> Sequence[Reconcile]:
+    ) -> Sequence[ReconcileSeen]:
         return [
-            r
+            reconcile_seen(r)
             for r in self.reconcile_log
             if (kyma is None or r.kyma == kyma)
             and (trigger is None or Trigger(trigger) in r.triggers)

@@ -64,6 +64,8 @@ def parse_response(data: bytes) -> RawResponse:
     head, _, body = data.partition(b"\r\n\r\n")
     while head.startswith(b"HTTP/1.1 1"):  # interim answers such as 100 Continue
         head, _, body = body.partition(b"\r\n\r\n")
+    if not head:  # an interim answer, then the connection closed: no final response
+        return RawResponse(0, {}, b"")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     status = int(status_line.split(" ", 2)[1])
     headers: dict[str, str] = {}

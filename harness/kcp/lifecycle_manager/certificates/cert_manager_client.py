@@ -24,6 +24,7 @@ from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates.client import KymaCertificate, secret_name
+from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUBJECT
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
@@ -31,11 +32,12 @@ from harness.kube import SECRETS, KubeError, Resource, create_or_replace, delete
 from watcher import pki
 from watcher.domain import (
     CA_ADDED_ANNOTATION,
+    CERT_MANAGER_PURPOSE,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
-    KYMA_NAME_LABEL,
     LIFECYCLE_MANAGER,
     MANAGED_BY_LABEL,
+    PURPOSE_LABEL,
 )
 from watcher.errors import CertificateError
 from watcher.pki import WEBHOOK_SERVICE_SANS
@@ -43,15 +45,6 @@ from watcher.pki import WEBHOOK_SERVICE_SANS
 logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
 
 CERTIFICATES: Final = Resource("cert-manager.io", "v1", "certificates", "Certificate")
-CA_ISSUER: Final = "klm-watcher-selfsigned"
-"""The CA Issuer of KLM's deployment config (``config/watcher``)."""
-KLM_SUBJECT: Final = {
-    "organizationalUnits": ["BTP Kyma Runtime"],
-    "organizations": ["SAP SE"],
-    "localities": ["Walldorf"],
-    "provinces": ["Baden-Württemberg"],
-    "countries": ["DE"],
-}
 
 
 class CertificatePending(WatcherPending):
@@ -60,7 +53,7 @@ class CertificatePending(WatcherPending):
 
 def client_certificate(kyma: str, runtime_id: str, skr_domain: str) -> dict[str, Any]:
     """The Certificate KLM writes for ``kyma`` (pure)."""
-    labels = {KYMA_NAME_LABEL: kyma, MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
+    labels = {PURPOSE_LABEL: CERT_MANAGER_PURPOSE, MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
     return {
         "apiVersion": "cert-manager.io/v1",
         "kind": "Certificate",
@@ -70,12 +63,17 @@ def client_certificate(kyma: str, runtime_id: str, skr_domain: str) -> dict[str,
             "subject": KLM_SUBJECT,
             "dnsNames": [skr_domain, *WEBHOOK_SERVICE_SANS],
             "isCA": False,
-            "usages": ["digital signature", "key encipherment", "server auth", "client auth"],
+            "usages": ["digital signature", "key encipherment"],
             "duration": "1440h",
             "renewBefore": "720h",
             "secretName": secret_name(kyma),
             "secretTemplate": {"labels": labels},
-            "privateKey": {"algorithm": "RSA", "size": 4096, "rotationPolicy": "Always"},
+            "privateKey": {
+                "algorithm": "RSA",
+                "encoding": "PKCS1",
+                "size": 4096,
+                "rotationPolicy": "Always",
+            },
             "issuerRef": {"name": CA_ISSUER, "kind": "Issuer", "group": "cert-manager.io"},
         },
     }

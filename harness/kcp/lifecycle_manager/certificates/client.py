@@ -37,11 +37,12 @@ from harness.kcp.tls_secret import (
 from harness.kube import SECRETS, create_or_replace, get
 from watcher import pki
 from watcher.domain import (
+    CERT_MANAGER_PURPOSE,
     CLIENT_CERTIFICATE_SUFFIX,
     ISTIO_NAMESPACE,
-    KYMA_NAME_LABEL,
     LIFECYCLE_MANAGER,
     MANAGED_BY_LABEL,
+    PURPOSE_LABEL,
 )
 from watcher.errors import CertificateError
 
@@ -181,7 +182,7 @@ class KymaCertificates:
             secret_name(kyma),
             ISTIO_NAMESPACE,
             pki.secret_data(issued, bundle),
-            labels={KYMA_NAME_LABEL: kyma, MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+            labels={PURPOSE_LABEL: CERT_MANAGER_PURPOSE, MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
             annotations={ISSUER_ANNOTATION: policy.issuer_name(issued.certificate)},
         )
         await create_or_replace(self.api, SECRETS, body)

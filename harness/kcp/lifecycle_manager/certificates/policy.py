@@ -19,10 +19,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from cryptography import x509
 
 from watcher import pki
+
+CA_ISSUER: Final = "klm-watcher-selfsigned"
+"""The CA Issuer of KLM's deployment config (``config/watcher``)."""
+KLM_SUBJECT: Final = {
+    "organizationalUnits": ["BTP Kyma Runtime"],
+    "organizations": ["SAP SE"],
+    "localities": ["Walldorf"],
+    "provinces": ["Baden-Württemberg"],
+    "countries": ["DE"],
+}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from enum import StrEnum
 
 from harness.aio import Service
 from harness.errors import HarnessError
-from harness.kcp.klm_log import RECONCILE_STARTED, RECONCILER_ERROR
+from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR
 from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
 
@@ -153,6 +153,7 @@ class Reconciler(Service):
             outcome, error = Outcome.ERROR, repr(exc)
         if outcome is Outcome.ERROR:
             logger.info(RECONCILER_ERROR, extra={"context": {**context, "error": error}})
+        logger.info(RECONCILE_FINISHED, extra={"context": {**context, "outcome": outcome.value}})
         duration = self._runner.now() - started_loop
         record = Reconcile(
             at=at,

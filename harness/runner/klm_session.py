@@ -1,0 +1,277 @@
+"""A scenario session around a KLM process: what the library can observe of any KLM.
+
+With ``--klm-command`` the scenario runs in :func:`harness.environment.any_klm
+.klm_environment`, and :class:`KlmSession` answers the runner only from what such a KLM
+shows anyone — the same channels for upstream's Go KLM and ours as a process:
+
+* **events**: what the KLM's listener accepted, seen on the wire by its sidecar;
+* **reconciles**: the KLM's log (:mod:`harness.kcp.klm_log`): when a Kyma's reconcile
+  started, a watch event when one queued it; trigger and outcome only where the KLM says
+  them (``reconcile-triggers``/``reconcile-outcomes`` in ``requires: {klm: [...]}``);
+* **metrics**: ``klm`` and ``listener/lifecycle-manager`` from the KLM's metrics endpoint,
+  ``webhook/<skr>`` from the pod the kubelet runs, ``gateway`` from Envoy;
+* **faults**: ``gateway`` and ``apiserver/<cluster>`` as in the harness's environment,
+  ``listener/lifecycle-manager`` stops, starts, kills or restarts the KLM process (its
+  listener is part of it), ``webhook/<skr>`` ``kill`` SIGKILLs the pod's container (the
+  kubelet starts it again; the KLM owns its Deployment, so there is no ``stop``);
+  certificate faults need the harness's own KLM (``harness-klm``);
+* **requests**: with the SKR's certificate from its ``skr-webhook-tls`` Secret, or a
+  broken one from the KLM's CA, trusting the gateway Secret's bundle.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from harness.environment.any_klm import KlmEnvironment, klm_environment
+from harness.environment.events import FaultRecord, ObservedEvent
+from harness.environment.inject import (
+    apiserver_fault,
+    kcp_fault,
+    listener_fault,
+    process_fault,
+)
+from harness.environment.spec import EnvironmentSpec
+from harness.expect.observations import ReconcileSeen
+from harness.faults import Fault, FaultError
+from harness.kcp.gateway.routes import wait_route
+from harness.kcp.tls_secret import tls_data
+from harness.kube import SECRETS, WATCHERS, create_or_replace, delete, ensure_namespace, get
+from harness.report.model import ProcessRecordLike
+from harness.runner.cluster_session import ClusterSession
+from harness.runner.session import (
+    HttpOutcome,
+    Session,
+    client_context,
+    listener_rejections,
+    probe_certificate,
+    send_request,
+)
+from harness.skr.metrics import parse_metrics, value
+from watcher import pki
+from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE, SKR_NAMESPACE
+from watcher.render.envoy import FaultInjection
+from watcher.render.skr_bundle import METRICS_PORT, NAME, TLS_SECRET
+
+KLM_LISTENER = "lifecycle-manager"
+CA_SECRET = "klm-watcher"
+
+
+class KlmSession(ClusterSession):
+    """:class:`~harness.runner.session.Session` over a :class:`KlmEnvironment`."""
+
+    def __init__(self, env: KlmEnvironment) -> None:
+        super().__init__(env)
+        self.env = env
+
+    # -- observation --------------------------------------------------------------------
+
+    @property
+    def events(self) -> Sequence[ObservedEvent]:
+        return self.env.events
+
+    def reconciles(
+        self, kyma: str | None, trigger: str | None, since: float
+    ) -> Sequence[ReconcileSeen]:
+        return [
+            ReconcileSeen(r.kyma, r.triggers, r.outcome or "unknown", r.at, r.latency)
+            for r in self.env.klm.reconciles(kyma, trigger, since)
+        ]
+
+    def rejections(self, listener: str, reason: str) -> float:
+        """From another manager's listener, its counters. The KLM's own refusals by reason
+        are not observable (a step counting them needs ``rejection-reasons`` and is
+        skipped); asked only for a window's baseline, they count 0."""
+        host = self.env.listeners.get(listener)
+        return listener_rejections(host, reason) if host is not None else 0.0
+
+    async def _pod_metrics(self, skr: str) -> dict[str, float]:
+        pod = self.env.kubelets[skr].pods.get(f"{SKR_NAMESPACE}/{NAME}")
+        port = pod.host_ports.get(METRICS_PORT) if pod is not None else None
+        if port is None or pod is None or not pod.ready:
+            return {}
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as client,
+            client.get(f"http://127.0.0.1:{port}/metrics") as response,
+        ):
+            return parse_metrics(await response.text())
+
+    async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float:
+        kind, _, which = target.partition("/")
+        if kind == "gateway" and not which:
+            stats = await self.env.gateway.stats()
+            return float(stats.get(self.gateway_stat(name), 0))
+        if kind == "klm" or target == f"listener/{KLM_LISTENER}":
+            return await self.env.klm.read_metric(name, labels)
+        if kind == "listener" and which in self.env.listeners:
+            return await self.env.listeners[which].read_metric(name, labels)
+        if kind == "webhook" and which in self.env.kubelets:
+            return value(await self._pod_metrics(which), name, **dict(labels))
+        raise FaultError(
+            f"metric target {target!r}: a KLM process's environment has webhook/<skr>, "
+            f"listener/{KLM_LISTENER}, gateway and klm"
+        )
+
+    async def metrics_snapshot(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for skr in self.env.kubelets:
+            for sample, number in (await self._pod_metrics(skr)).items():
+                out[f"webhook/{skr}:{sample}"] = number
+        return out
+
+    def processes(self) -> list[ProcessRecordLike]:
+        records: list[ProcessRecordLike] = self.cluster_processes()
+        records.extend(self.env.klm.records)
+        for kubelet in self.env.kubelets.values():
+            records.extend(kubelet.records)
+        return records
+
+    def builtins(self) -> dict[str, Any]:
+        port = self.env.klm.listener_port
+        listeners = {
+            component: {"port": host.port, "url": host.url if host.running else ""}
+            for component, host in self.env.listeners.items()
+        }
+        url = f"http://127.0.0.1:{port}" if self.env.klm.running else ""
+        listeners[KLM_LISTENER] = {"port": port, "url": url}
+        return {**self.cluster_builtins(), "listeners": listeners}
+
+    # -- faults -------------------------------------------------------------------------
+
+    async def fault(self, fault: Fault) -> FaultRecord:
+        at = time.time()
+        detail = await self._inject(fault)
+        record = FaultRecord(at, fault.target, fault.action, time.time(), detail)
+        self.env.log.timeline.append(record)
+        return record
+
+    async def _inject(self, fault: Fault) -> str:
+        fault.check_names(
+            {
+                "webhook": frozenset(self.env.kubelets),
+                "listener": frozenset({KLM_LISTENER, *self.env.listeners}),
+                "apiserver": frozenset(self.env.clusters.clusters),
+            }
+        )
+        if fault.kind == "gateway":
+            await process_fault(fault, self.env.gateway)
+            return f"pid {self.env.gateway.pid}" if self.env.gateway.running else "down"
+        if fault.kind == "listener" and fault.name in self.env.listeners:
+            host = self.env.listeners[fault.name]
+            await listener_fault(fault, host)
+            return f"port {host.port}" + ("" if host.running else " closed")
+        if fault.kind == "listener":
+            await process_fault(fault, self.env.klm)
+            return f"KLM pid {self.env.klm.pid}" if self.env.klm.running else "KLM down"
+        if fault.kind == "webhook" and fault.action == "kill":
+            pid = await self.env.kubelets[fault.name].kill_pod(SKR_NAMESPACE, NAME)
+            return f"container pid {pid} killed; the kubelet restarts it"
+        if fault.kind == "apiserver":
+            return await apiserver_fault(self.env.clusters, fault)
+        if fault.kind == "kcp":
+            return await kcp_fault(self, fault, fault.parameters)
+        raise FaultError(
+            f"{fault.target} {fault.action}: not on a KLM process's cluster (the KLM owns the "
+            "webhook Deployment and the certificates; webhooks can be killed)"
+        )
+
+    async def set_kcp_fault(
+        self,
+        *,
+        delay: float = 0.0,
+        delay_percent: float = 100.0,
+        abort_percent: float = 0.0,
+        abort_status: int = 503,
+    ) -> None:
+        await self.env.gateway.set_fault(
+            FaultInjection(
+                abort_percent=abort_percent,
+                abort_status=abort_status,
+                delay_percent=delay_percent if delay > 0 else 0.0,
+                delay_ms=round(delay * 1000),
+            )
+        )
+
+    async def clear_kcp_fault(self) -> None:
+        await self.env.gateway.set_fault(None)
+
+    # -- Watchers -----------------------------------------------------------------------
+
+    async def apply_watcher(self, obj: Mapping[str, Any]) -> None:
+        """Create or replace a Watcher; return once the gateway routes it (the SKRs get
+        it at each Kyma's next reconcile, as the KLM rolls it out)."""
+        meta = obj["metadata"]
+        await ensure_namespace(self.env.kcp_api, meta["namespace"])
+        await create_or_replace(self.env.kcp_api, WATCHERS, dict(obj))
+        await wait_route(
+            self.env.kcp_api, self.env.gateway, meta["name"], meta["namespace"], present=True
+        )
+
+    async def delete_watcher(self, name: str, namespace: str) -> None:
+        await delete(self.env.kcp_api, WATCHERS, name, namespace)
+        await wait_route(self.env.kcp_api, self.env.gateway, name, namespace, present=False)
+
+    # -- requests -----------------------------------------------------------------------
+
+    async def _secret(self, cluster: str, name: str, namespace: str) -> dict[str, bytes]:
+        api = self._api(cluster)
+        secret = await get(api, SECRETS, name, namespace)
+        if secret is None:
+            raise FaultError(f"request: no Secret {namespace}/{name} in {cluster}")
+        return tls_data(secret)
+
+    async def request(
+        self,
+        cluster: str | None,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any] | str | None,
+        *,
+        certificate: str = "foreign",
+        to: str = "gateway",
+    ) -> HttpOutcome:
+        trusted = (await self._secret("kcp", GATEWAY_SECRET_NAME, ISTIO_NAMESPACE))["ca.crt"]
+        url = f"{self.env.gateway.url}{path}"
+        if to != "gateway":
+            kind, _, component = to.partition("/")
+            host = self.env.listeners.get(component) if kind == "listener" else None
+            if kind == "listener" and component == KLM_LISTENER and self.env.klm.running:
+                url = f"http://127.0.0.1:{self.env.klm.listener_port}{path}"
+            elif host is not None and host.running:
+                url = f"{host.url}{path}"  # plain HTTP, as behind its sidecar
+            else:
+                raise FaultError(f"request target {to!r}: no running listener {component!r}")
+        with tempfile.TemporaryDirectory(prefix="klm-request-") as tmp:
+            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+            if cluster is not None:
+                data = await self._secret(cluster, TLS_SECRET, SKR_NAMESPACE)
+                cert.write_bytes(data["tls.crt"])
+                key.write_bytes(data["tls.key"])
+            else:
+                ca_data = await self._secret("kcp", CA_SECRET, ISTIO_NAMESPACE)
+                ca = pki.load_issued(ca_data["tls.crt"], ca_data["tls.key"], CA_SECRET)
+                authority = pki.CertificateAuthority(ca.certificate, ca.key)
+                leaf = probe_certificate(authority, certificate)
+                cert.write_bytes(leaf.cert_pem)
+                key.write_bytes(leaf.key_pem)
+            context = client_context(trusted, cert, key)
+        return await send_request(url, context, method, headers, body)
+
+
+@asynccontextmanager
+async def klm_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
+    """The environment around ``spec.backend.klm_command``, as a session."""
+    async with klm_environment(spec) as env:
+        yield KlmSession(env)
+
+
+__all__ = ["KlmSession", "klm_session"]

@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
-from harness.environment.inject import inject
+from harness.environment.inject import inject, kcp_injection
 from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.rotation import CertificateRotation, RotationKind
 from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
@@ -49,7 +49,6 @@ from harness.kube import (
 from harness.skr.fleet import SkrFleet
 from watcher import pki
 from watcher.domain import KCP_NAMESPACE, SKR_KYMA_NAME, SKR_NAMESPACE
-from watcher.render.envoy import FaultInjection
 from watcher.render.watcher_cr import Watcher
 
 VERIFICATION_FAILED = "watcher_listener_verification_failed_total"
@@ -307,14 +306,13 @@ class WatcherEnvironment:
         abort_status: int = 503,
     ) -> None:
         """Envoy delays (``delay`` seconds) and/or aborts requests on every KCP route."""
-        await self.gateway.set_fault(
-            FaultInjection(
-                abort_percent=abort_percent,
-                abort_status=abort_status,
-                delay_percent=delay_percent if delay > 0 else 0.0,
-                delay_ms=round(delay * 1000),
-            )
+        injection = kcp_injection(
+            delay=delay,
+            delay_percent=delay_percent,
+            abort_percent=abort_percent,
+            abort_status=abort_status,
         )
+        await self.gateway.set_fault(injection)
 
     async def clear_kcp_fault(self) -> None:
         await self.gateway.set_fault(None)

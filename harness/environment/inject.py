@@ -18,23 +18,25 @@ from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.listeners import ManagerListener
 from harness.skr.certs import CertificateOverride
 from harness.skr.fleet import SkrFleet
+from watcher.render.envoy import FaultInjection
 
 Params = Mapping[str, Any]
 
 
-class KcpFaults(Protocol):
-    """Envoy's fault injection on every KCP route."""
-
-    async def set_kcp_fault(
-        self,
-        *,
-        delay: float = 0.0,
-        delay_percent: float = 100.0,
-        abort_percent: float = 0.0,
-        abort_status: int = 503,
-    ) -> None: ...
-
-    async def clear_kcp_fault(self) -> None: ...
+def kcp_injection(
+    *,
+    delay: float = 0.0,
+    delay_percent: float = 100.0,
+    abort_percent: float = 0.0,
+    abort_status: int = 503,
+) -> FaultInjection:
+    """Envoy's fault injection on every KCP route: delay (seconds) and/or abort."""
+    return FaultInjection(
+        abort_percent=abort_percent,
+        abort_status=abort_status,
+        delay_percent=delay_percent if delay > 0 else 0.0,
+        delay_ms=round(delay * 1000),
+    )
 
 
 class Stoppable(Protocol):
@@ -65,17 +67,6 @@ class FaultTargets(Protocol):
     fleet: SkrFleet
     rotation: CertificateRotation
     listeners: dict[str, ManagerListener]
-
-    async def set_kcp_fault(
-        self,
-        *,
-        delay: float = 0.0,
-        delay_percent: float = 100.0,
-        abort_percent: float = 0.0,
-        abort_status: int = 503,
-    ) -> None: ...
-
-    async def clear_kcp_fault(self) -> None: ...
 
 
 def no_params(fault: Fault, params: Params, allowed: tuple[str, ...] = ()) -> None:
@@ -111,7 +102,7 @@ async def inject(env: FaultTargets, fault: Fault) -> str:
     if fault.kind == "apiserver":
         return await apiserver_fault(env.clusters, fault)
     if fault.kind == "kcp":
-        return await kcp_fault(env, fault, params)
+        return await kcp_fault(env.gateway, fault, params)
     if fault.kind == "certificates":
         return await _certificates(env, fault, params)
     raise FaultError(f"no handler for fault target {fault.target!r}")  # parse_fault forbids
@@ -129,21 +120,21 @@ async def apiserver_fault(clusters: Clusters, fault: Fault) -> str:
     return f"pid {ctl.records[-1].pid}" if ctl.running else "down"
 
 
-async def kcp_fault(env: KcpFaults, fault: Fault, params: Params) -> str:
+async def kcp_fault(gateway: EnvoyGateway, fault: Fault, params: Params) -> str:
     if fault.action == "clear":
         no_params(fault, params)
-        await env.clear_kcp_fault()
+        await gateway.set_fault(None)
         return "no fault"
     if fault.action == "delay":
         no_params(fault, params, ("delay_ms", "percent"))
         if "delay_ms" not in params:
             raise FaultError("kcp delay needs delay_ms (milliseconds)")
         delay_ms, percent = int(params["delay_ms"]), float(params.get("percent", 100.0))
-        await env.set_kcp_fault(delay=delay_ms / 1000, delay_percent=percent)
+        await gateway.set_fault(kcp_injection(delay=delay_ms / 1000, delay_percent=percent))
         return f"delay {delay_ms} ms on {percent:g}%"
     no_params(fault, params, ("percent", "status"))
     percent, status = float(params.get("percent", 100.0)), int(params.get("status", 503))
-    await env.set_kcp_fault(abort_percent=percent, abort_status=status)
+    await gateway.set_fault(kcp_injection(abort_percent=percent, abort_status=status))
     return f"abort {status} on {percent:g}%"
 
 

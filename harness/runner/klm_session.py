@@ -35,6 +35,7 @@ from harness.environment.events import FaultRecord, ObservedEvent
 from harness.environment.inject import (
     apiserver_fault,
     kcp_fault,
+    kcp_injection,
     listener_fault,
     process_fault,
 )
@@ -57,7 +58,6 @@ from harness.runner.session import (
 from harness.skr.metrics import parse_metrics, value
 from watcher import pki
 from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE, SKR_NAMESPACE
-from watcher.render.envoy import FaultInjection
 from watcher.render.skr_bundle import METRICS_PORT, NAME, TLS_SECRET
 
 KLM_LISTENER = "lifecycle-manager"
@@ -177,7 +177,7 @@ class KlmSession(ClusterSession):
         if fault.kind == "apiserver":
             return await apiserver_fault(self.env.clusters, fault)
         if fault.kind == "kcp":
-            return await kcp_fault(self, fault, fault.parameters)
+            return await kcp_fault(self.env.gateway, fault, fault.parameters)
         raise FaultError(
             f"{fault.target} {fault.action}: not on a KLM process's cluster (the KLM owns the "
             "webhook Deployment and the certificates; webhooks can be killed)"
@@ -191,14 +191,13 @@ class KlmSession(ClusterSession):
         abort_percent: float = 0.0,
         abort_status: int = 503,
     ) -> None:
-        await self.env.gateway.set_fault(
-            FaultInjection(
-                abort_percent=abort_percent,
-                abort_status=abort_status,
-                delay_percent=delay_percent if delay > 0 else 0.0,
-                delay_ms=round(delay * 1000),
-            )
+        injection = kcp_injection(
+            delay=delay,
+            delay_percent=delay_percent,
+            abort_percent=abort_percent,
+            abort_status=abort_status,
         )
+        await self.env.gateway.set_fault(injection)
 
     async def clear_kcp_fault(self) -> None:
         await self.env.gateway.set_fault(None)

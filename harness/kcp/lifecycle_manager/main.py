@@ -32,7 +32,7 @@ from contextlib import AsyncExitStack
 from typing import Any, Final
 
 from aiohttp import web
-from kubernetes_asyncio.config import new_client_from_config
+from kubernetes_asyncio.config import ConfigException, new_client_from_config
 from prometheus_client import Counter, generate_latest
 
 from harness.durations import parse_duration
@@ -224,7 +224,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         asyncio.run(serve())
-    except OSError as exc:  # a taken port, an unreadable kubeconfig
+    except ConfigException as exc:
+        print(f"watcher-klm: --kubeconfig {args.kubeconfig}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a bind address taken or not here
         print(f"watcher-klm: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -17,7 +17,7 @@ from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
     issued_before_bundle,
 )
 from harness.kcp.lifecycle_manager.kyma.status import kyma_status
-from harness.kcp.lifecycle_manager.main import ZapJson, parser
+from harness.kcp.lifecycle_manager.main import ZapJson, main, parser
 from harness.kcp.lifecycle_manager.skr_deployment import (
     RESTART_ANNOTATION,
     WebhookPending,
@@ -168,3 +168,14 @@ def test_a_kyma_is_ready_only_with_its_watcher_running() -> None:
     assert ready["state"] == "Ready" and "activeChannel" not in ready
     fast = kyma_status(ready, [], catalog_synced=True, channel="fast", at=2.0)
     assert fast["activeChannel"] == "fast"
+
+
+def test_an_unusable_kubeconfig_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("apiVersion: v1\n")
+    assert main(["--kubeconfig", str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"watcher-klm: --kubeconfig {bad}: Invalid kube-config")
+    assert "Traceback" not in "\n".join(err)

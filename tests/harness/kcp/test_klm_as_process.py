@@ -171,8 +171,10 @@ def test_a_kyma_is_ready_only_with_its_watcher_running() -> None:
 
 
 def test_an_unusable_kubeconfig_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the process's own logging set-up would replace the test run's handlers
+    monkeypatch.setattr("harness.kcp.lifecycle_manager.main.configure_logging", lambda _: None)
     bad = tmp_path / "kubeconfig"
     bad.write_text("apiVersion: v1\n")
     assert main(["--kubeconfig", str(bad)]) == 1

@@ -79,10 +79,6 @@ class ListenerSidecar(Service):
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
 
-    def retarget(self, listener_port: int) -> None:
-        """The listener moved (a restarted KLM on fresh ports)."""
-        self.listener = f"http://{self.host}:{listener_port}"
-
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -115,14 +111,6 @@ class ListenerSidecar(Service):
             accepted = ListenerEvent(exchange.runtime_id, exchange.event, exchange.at)
             for observe in list(self.on_accepted):
                 observe(accepted)
-
-    def refused(self, status: int | None = None) -> int:
-        """Requests the listener answered with a 4xx (or exactly ``status``)."""
-        return sum(
-            1
-            for e in self.exchanges
-            if (e.status == status if status is not None else 400 <= e.status < 500)
-        )
 
     async def start(self) -> None:
         self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))

@@ -35,7 +35,6 @@ from harness.environment.events import FaultRecord, ObservedEvent
 from harness.environment.inject import (
     apiserver_fault,
     kcp_fault,
-    kcp_injection,
     listener_fault,
     process_fault,
 )
@@ -182,25 +181,6 @@ class KlmSession(ClusterSession):
             f"{fault.target} {fault.action}: not on a KLM process's cluster (the KLM owns the "
             "webhook Deployment and the certificates; webhooks can be killed)"
         )
-
-    async def set_kcp_fault(
-        self,
-        *,
-        delay: float = 0.0,
-        delay_percent: float = 100.0,
-        abort_percent: float = 0.0,
-        abort_status: int = 503,
-    ) -> None:
-        injection = kcp_injection(
-            delay=delay,
-            delay_percent=delay_percent,
-            abort_percent=abort_percent,
-            abort_status=abort_status,
-        )
-        await self.env.gateway.set_fault(injection)
-
-    async def clear_kcp_fault(self) -> None:
-        await self.env.gateway.set_fault(None)
 
     # -- Watchers -----------------------------------------------------------------------
 

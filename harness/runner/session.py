@@ -314,16 +314,6 @@ class LiveSession(ClusterSession):
     async def fault(self, fault: Fault) -> FaultRecord:
         return await self.env.inject(fault)
 
-    async def set_kcp_fault(
-        self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503
-    ) -> None:
-        await self.env.set_kcp_fault(
-            delay=delay, abort_percent=abort_percent, abort_status=abort_status
-        )
-
-    async def clear_kcp_fault(self) -> None:
-        await self.env.clear_kcp_fault()
-
     async def apply_watcher(self, obj: Mapping[str, Any]) -> None:
         await self.env.apply_watcher(obj)
 

@@ -101,6 +101,12 @@ async def _fleet(ctx: BenchContext) -> BenchResult:
     return await run_fleet(ctx)
 
 
+async def _klm_scale(ctx: BenchContext) -> BenchResult:
+    from harness.bench.klm_scale import run_klm_scale
+
+    return await run_klm_scale(ctx)
+
+
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("admission", "1. Admission latency vs KCP health", 300, _admission),
     Benchmark("e2e", "2. End-to-end latency", 240, _e2e),
@@ -111,6 +117,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("health", "7. Watcher health cost", 180, _health),
     Benchmark("fleet", "8. Fleet run", 1200, _fleet),
     Benchmark("constrained", "9. Webhook at upstream's 100m CPU limit", 240, _constrained),
+    Benchmark("klm-scale", "10. KLM at scale (real SKRs, any KLM)", 900, _klm_scale),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
 

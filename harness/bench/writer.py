@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.bench.klm_scale_report import timeline_png
 from harness.bench.model import BenchResult, Cell, RunMeta, Table, Target
 from harness.report.plot import _PALETTE, _figure, _png, _style, line_chart_png
 
@@ -18,6 +19,7 @@ E2E_PLOT = "benchmarks-e2e-latency.png"
 REQUEUE_PLOT = "benchmarks-requeue.png"
 FLEET_PLOT = "benchmarks-fleet-queue.png"
 ADMISSION_PLOT = "benchmarks-admission-cdf.png"
+KLM_SCALE_PLOT = "benchmarks-klm-scale.png"
 
 MEASURED_ELSEWHERE = (
     ("first `kube-apiserver` build (cold module cache)", "3 min 44 s wall", "`make binaries`"),
@@ -175,6 +177,9 @@ def render_plots(results: Sequence[BenchResult]) -> dict[str, bytes]:
     fleet = by_name.get("fleet")
     if fleet and fleet.figures.get("timeline"):
         plots[FLEET_PLOT] = fleet_queue_png(fleet)
+    klm_scale = by_name.get("klm-scale")
+    if klm_scale and klm_scale.figures.get("runs"):
+        plots[KLM_SCALE_PLOT] = timeline_png(klm_scale.figures["runs"])
     return plots
 
 

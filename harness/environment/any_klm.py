@@ -183,9 +183,15 @@ async def _provision(env: KlmEnvironment) -> list[str]:
 
 @asynccontextmanager
 async def klm_environment(
-    spec: EnvironmentSpec, *, ready_within: float = 120.0
+    spec: EnvironmentSpec,
+    *,
+    ready_within: float = 120.0,
+    on_running: Callable[[KlmEnvironment], None] | None = None,
 ) -> AsyncIterator[KlmEnvironment]:
-    """Bring up the clusters, the platform and the KLM process of ``spec.backend``."""
+    """Bring up the clusters, the platform and the KLM process of ``spec.backend``.
+
+    ``on_running`` is called once every part runs, just before provisioning writes the
+    Kymas — where a benchmark starts watching the way to Ready."""
     choice = spec.backend
     if not choice.klm_command:
         raise HarnessError("klm_environment needs a KLM command (--klm-command)")
@@ -291,6 +297,8 @@ async def klm_environment(
         parts = ListenerParts(stack, log, registry, gateway, env.listeners, log_dir)
         for listener in spec.listeners:
             await add_listener(parts, listener.component, listener.service, listener.implementation)
+        if on_running is not None:
+            on_running(env)
         await wait_kymas_ready(kcp_api, await _provision(env), ready_within)
         phase("kymas-ready")
         yield env

@@ -39,6 +39,7 @@ from harness.environment.hosting import (
     skr_installation,
 )
 from harness.environment.provisioning import provision, wait_kymas_ready
+from harness.environment.reconcile_log import capture_reconciles
 from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
@@ -46,6 +47,7 @@ from harness.kcp.gateway.credential import GatewayCredentialSync
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.mesh import GatewayMesh
 from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
+from harness.kcp.klm_log import ReconcileHistory
 from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates
 from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager
 from harness.kcp.lifecycle_manager.kyma.reconcile import SKR_CRDS, KymaReconcile
@@ -53,6 +55,7 @@ from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.manifest_controller import ManifestController
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
+from harness.kcp.lifecycle_manager.queue.reconciler import logger as reconciler_logger
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.lifecycle_manager.skr_webhook import SkrWebhook, SkrWebhookManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
@@ -340,6 +343,9 @@ async def watcher_environment(
             target=_skr_webhooks(spec, fleet_ref),
         )
         reconcile = KymaReconcile(kcp_api, skr_clients, watcher=skr_webhooks)
+        reconcile_history = ReconcileHistory()
+        reconcile_log, release = capture_reconciles(reconcile_history, reconciler_logger.name)
+        stack.callback(release)
         klm = await stack.enter_async_context(
             LifecycleManager(
                 kcp_api,
@@ -353,6 +359,7 @@ async def watcher_environment(
                 ),
                 pin_san=spec.pin_san,
                 intervals=spec.intervals,
+                reconcile_log=reconcile_log,
             )
         )
         if klm.host is None:
@@ -414,6 +421,7 @@ async def watcher_environment(
             stack=stack,
             mesh=mesh,
             health=health,
+            reconciles=reconcile_history,
         )
         env.listeners[KLM_COMPONENT] = klm.host
         if health is not None:

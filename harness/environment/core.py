@@ -33,6 +33,7 @@ from harness.kcp.gateway.routes import (
     VirtualServiceSync,
     wait_route,
 )
+from harness.kcp.klm_log import ReconcileHistory
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
@@ -90,6 +91,8 @@ class WatcherEnvironment:
     """KLM's watcher health (``spec.health``; None: off)."""
     mesh: GatewayMesh | None = None
     """Gateway → listener mTLS (``None``: the plain-HTTP opt-out, ``upstream_mtls=False``)."""
+    reconciles: ReconcileHistory = field(default_factory=ReconcileHistory)
+    """The KLM's reconciles as its log shows them (as a KLM process is observed)."""
 
     # -- facts ------------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ observation (a reconcile started, an event queued a Kyma, a reconcile failed), a
 reconcile is ``watch-event`` when an event queued its Kyma since that Kyma's previous
 reconcile started (the work queue merges what arrived meanwhile), and carries the
 trigger a KLM declares itself (``context.trigger``, a capability of ours, not of
-upstream's) when there is one. Pure: no I/O, so hypothesis can drive it.
+upstream's) when there is one, and how long it waited in the queue when the KLM says so
+(``context.waited``, ours). Pure: no I/O, so hypothesis can drive it.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class ReconcileStarted:
     kyma: str  # "namespace/name"
     reconcile_id: str
     trigger: str | None = None  # what the KLM says itself, if it does (comma-separated)
+    waited: float | None = None  # seconds since its first trigger, if the KLM says (ours)
 
 
 @dataclass(frozen=True)
@@ -142,9 +144,13 @@ def observe(record: LogRecord) -> Observation | None:
         return None
     reconcile_id = str(context.get("reconcileID", ""))
     if record.message == RECONCILE_STARTED:
-        trigger = context.get("trigger")
+        trigger, waited = context.get("trigger"), context.get("waited")
         return ReconcileStarted(
-            record.at, key, reconcile_id, trigger if isinstance(trigger, str) else None
+            record.at,
+            key,
+            reconcile_id,
+            trigger if isinstance(trigger, str) else None,
+            float(waited) if isinstance(waited, int | float) and waited >= 0 else None,
         )
     if record.message == RECONCILER_ERROR:
         return ReconcileFailed(record.at, key, reconcile_id, str(context.get("error", "")))
@@ -189,11 +195,15 @@ class ReconcileHistory:
                 self.events_queued.append(observation)
                 self._pending_events.setdefault(kyma, at)
                 return None
-            case ReconcileStarted(at=at, kyma=kyma, reconcile_id=rid, trigger=trigger):
+            case ReconcileStarted(
+                at=at, kyma=kyma, reconcile_id=rid, trigger=trigger, waited=waited
+            ):
                 queued = self._pending_events.pop(kyma, None)
                 triggers = set(trigger.split(",")) if trigger else set()
                 if queued is not None:
                     triggers.add(WATCH_EVENT)
+                if waited is not None:  # the KLM's own figure beats the log's event lines
+                    queued = at - waited
                 reconcile = ObservedReconcile(
                     at=at,
                     kyma=kyma,

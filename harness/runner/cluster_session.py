@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,8 +25,9 @@ from harness.churn.model import Mutation, WriteFailed, write_failure
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.inject import kcp_injection
 from harness.environment.spec import EnvironmentSpec
-from harness.expect.observations import ObjectsSeen
+from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.klm_log import ObservedReconcile
 from harness.kube import (
     KubeError,
     NotFound,
@@ -56,6 +57,14 @@ _KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespa
           "modulereleasemetas": "ModuleReleaseMeta"}  # fmt: skip
 WATCH_RETRY_MAX = 5.0
 """Seconds between attempts, at most, to find the type an object watch needs."""
+
+
+def reconciles_seen(found: Iterable[ObservedReconcile]) -> list[ReconcileSeen]:
+    """Reconciles as a KLM's log shows them (in process or not), as expectations see
+    them; one still running has no outcome yet (``unknown``)."""
+    return [
+        ReconcileSeen(r.kyma, r.triggers, r.outcome or "unknown", r.at, r.latency) for r in found
+    ]
 
 
 def resource_of_object(obj: Mapping[str, Any]) -> Resource:

@@ -45,7 +45,7 @@ from harness.kcp.gateway.routes import wait_route
 from harness.kcp.tls_secret import tls_data
 from harness.kube import SECRETS, WATCHERS, create_or_replace, delete, ensure_namespace, get
 from harness.report.model import ProcessRecordLike
-from harness.runner.cluster_session import ClusterSession
+from harness.runner.cluster_session import ClusterSession, reconciles_seen
 from harness.runner.session import (
     HttpOutcome,
     Session,
@@ -79,10 +79,7 @@ class KlmSession(ClusterSession):
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
     ) -> Sequence[ReconcileSeen]:
-        return [
-            ReconcileSeen(r.kyma, r.triggers, r.outcome or "unknown", r.at, r.latency)
-            for r in self.env.klm.reconciles(kyma, trigger, since)
-        ]
+        return reconciles_seen(self.env.klm.reconciles(kyma, trigger, since))
 
     def rejections(self, listener: str, reason: str) -> float:
         """From another manager's listener, its counters. The KLM's own refusals by reason

@@ -24,13 +24,9 @@ from harness.churn.model import Mutation
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
 from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.faults import Fault
-from harness.kcp.lifecycle_manager.queue.reconciler import Reconcile
-from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.listeners import ManagerListener
 from harness.report.model import ProcessRecordLike
-from harness.runner.cluster_session import (
-    ClusterSession,
-)
+from harness.runner.cluster_session import ClusterSession, reconciles_seen
 from harness.scenario import ObjectWatch, ResourceRef, Selection
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
@@ -133,12 +129,6 @@ def listener_rejections(host: ManagerListener, reason: str) -> float:
         for labels, value in host.samples(name).items()
         if dict(labels).get("reason") == reason
     )
-
-
-def reconcile_seen(r: Reconcile) -> ReconcileSeen:
-    """An in-process reconcile record as any Lifecycle Manager's reconcile is observed."""
-    triggers = frozenset(t.value for t in r.triggers)
-    return ReconcileSeen(r.kyma, triggers, r.outcome.value, r.at, r.latency)
 
 
 class Session(Protocol):
@@ -261,8 +251,8 @@ class LiveSession(ClusterSession):
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
     ) -> Sequence[ReconcileSeen]:
-        found = self.env.klm.reconciles(kyma, Trigger(trigger) if trigger else None, since)
-        return [reconcile_seen(r) for r in found]
+        """From the in-process KLM's log lines, read as a KLM process's are."""
+        return reconciles_seen(self.env.reconciles.of(kyma, trigger, since))
 
     def rejections(self, listener: str, reason: str) -> float:
         host = self.env.listeners.get(listener)

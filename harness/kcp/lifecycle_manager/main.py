@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from aiohttp import web
 from kubernetes_asyncio.config import ConfigException, new_client_from_config
-from prometheus_client import Counter, generate_latest
+from prometheus_client import Counter, Gauge, generate_latest
 
 from harness.durations import parse_duration
 from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
@@ -183,6 +183,15 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
             reconciles.labels(controller="kyma", result=result).inc()
 
         klm.reconciler.observers.append(count)
+        depth = Gauge(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            ["name", "controller", "priority"],
+            registry=metrics.registry,
+        )
+        depth.labels(name="kyma", controller="kyma", priority="").set_function(
+            lambda: klm.reconciler.depth
+        )
         await stack.enter_async_context(
             ManifestController(
                 api, on_change=lambda key: klm.reconciler.enqueue(key, Trigger.MANIFEST_CHANGED)

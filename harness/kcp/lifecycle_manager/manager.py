@@ -111,9 +111,11 @@ class LifecycleManager:
         clock: Callable[[], float] | None = None,
         metrics: KlmMetrics | None = None,
         event_settle: float = 0.0,
+        reconcile_log: logging.Logger | None = None,
     ) -> None:
         """``event_settle``: seconds a Kyma queued by an SKR event waits before its
-        reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`."""
+        reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`;
+        ``reconcile_log``: where the reconciler logs each reconcile (default its module's)."""
         if listener is not None and listener_config is not None:
             raise ValueError("pass either a listener or a listener_config, not both")
         if pin_san and listener_config is None:
@@ -126,7 +128,11 @@ class LifecycleManager:
         self.cache.on_change = self._kyma_changed
         self._reconcile = reconcile or mark_ready(api)
         self.reconciler = Reconciler(
-            self._reconcile_unless_skipped, workers=workers, intervals=intervals, clock=clock
+            self._reconcile_unless_skipped,
+            workers=workers,
+            intervals=intervals,
+            clock=clock,
+            log=reconcile_log,
         )
         self.host: ListenerHost | None = None
         if listener_config is not None:

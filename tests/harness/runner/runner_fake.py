@@ -21,7 +21,6 @@ from harness.faults import Fault
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KubeError
-from harness.runner.session import reconcile_seen
 from harness.scenario import ObjectWatch, ResourceRef, Selection
 
 FAIL_NAME = "fail"
@@ -123,7 +122,9 @@ class FakeSession:
         self, kyma: str | None, trigger: str | None, since: float
     ) -> Sequence[ReconcileSeen]:
         return [
-            reconcile_seen(r)
+            ReconcileSeen(
+                r.kyma, frozenset(t.value for t in r.triggers), r.outcome.value, r.at, r.latency
+            )
             for r in self.reconcile_log
             if (kyma is None or r.kyma == kyma)
             and (trigger is None or Trigger(trigger) in r.triggers)

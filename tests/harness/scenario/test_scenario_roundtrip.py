@@ -62,7 +62,9 @@ def operations(draw: st.DrawFn, clusters: list[str]) -> dict[str, Any]:
         }
     if kind == "apply":
         obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
-        obj["data"] = draw(st.dictionaries(st.sampled_from("abc"), st.text(max_size=5)))
+        # "${{" opens a reference in the scenario language; data never holds it literally
+        literal = st.text(max_size=5).filter(lambda text: "${{" not in text)
+        obj["data"] = draw(st.dictionaries(st.sampled_from("abc"), literal))
         return {"apply": {"cluster": cluster, "object": obj}}
     if kind == "fault":
         return {

@@ -92,8 +92,12 @@ class Reconciler(Service):
         intervals: RequeueIntervals = RequeueIntervals(),
         clock: Callable[[], float] | None = None,
         wall_clock: Callable[[], float] = time.time,
+        log: logging.Logger | None = None,
     ) -> None:
         self._reconcile = reconcile
+        self._log = log or logger
+        """Where the reconcile lines go (an environment observing this KLM through its log
+        hands its own logger)."""
         self.intervals = intervals
         self._wall = wall_clock
         self._runner: QueueRunner[str] = QueueRunner(
@@ -145,15 +149,16 @@ class Reconciler(Service):
             "reconcileID": str(uuid.uuid4()),
         }
         triggers = ",".join(sorted(t.value for t in item.triggers))
-        logger.info(RECONCILE_STARTED, extra={"context": {**context, "trigger": triggers}})
+        started = {**context, "trigger": triggers, "waited": round(latency, 6)}
+        self._log.info(RECONCILE_STARTED, extra={"context": started})
         try:
             outcome = await self._reconcile(item.key)
         except Exception as exc:
-            logger.warning("reconcile of %s failed: %r", item.key, exc)
+            self._log.warning("reconcile of %s failed: %r", item.key, exc)
             outcome, error = Outcome.ERROR, repr(exc)
         if outcome is Outcome.ERROR:
-            logger.info(RECONCILER_ERROR, extra={"context": {**context, "error": error}})
-        logger.info(RECONCILE_FINISHED, extra={"context": {**context, "outcome": outcome.value}})
+            self._log.info(RECONCILER_ERROR, extra={"context": {**context, "error": error}})
+        self._log.info(RECONCILE_FINISHED, extra={"context": {**context, "outcome": outcome.value}})
         duration = self._runner.now() - started_loop
         record = Reconcile(
             at=at,

@@ -10,12 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
 from harness.kcp.tls_secret import (
     SecretLayoutError,
     tls_data,
     tls_secret,
 )
 from watcher import pki
+from watcher.errors import CertificateError
 
 T0 = dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)
 TIMINGS = policy.CertificateTimings(
@@ -134,3 +136,19 @@ def test_tls_secret_round_trip_and_what_is_wrong_with_a_broken_one() -> None:
     secret["data"]["tls.key"] = "not base64!"
     with pytest.raises(SecretLayoutError, match="not base64"):
         tls_data(secret)
+
+
+def test_a_kymas_secret_is_parsed_again_only_when_its_content_changed() -> None:
+    parsed = ParsedCertificates()
+    first = pki.issue_runtime_certificate(CAS[0], "runtime-a", "a.example.com", key_type="ec")
+    second = pki.issue_runtime_certificate(CAS[0], "runtime-a", "a.example.com", key_type="ec")
+    loaded = parsed.load("kyma-a", first.cert_pem, first.key_pem, "Secret a")
+    assert parsed.load("kyma-a", first.cert_pem, first.key_pem, "Secret a") is loaded
+    renewed = parsed.load("kyma-a", second.cert_pem, second.key_pem, "Secret a")
+    assert renewed is not loaded and renewed.certificate == second.certificate
+    parsed.remember("kyma-b", first)
+    assert parsed.load("kyma-b", first.cert_pem, first.key_pem, "Secret b") is first
+    parsed.forget("kyma-b")
+    assert parsed.load("kyma-b", first.cert_pem, first.key_pem, "Secret b") is not first
+    with pytest.raises(CertificateError, match="Secret c: the key does not belong"):
+        parsed.load("kyma-c", first.cert_pem, second.key_pem, "Secret c")

@@ -24,12 +24,12 @@ from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates.client import KymaCertificate, secret_name
+from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
 from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUBJECT
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import SECRETS, KubeError, Resource, create_or_replace, delete, get, merge_patch
-from watcher import pki
 from watcher.domain import (
     CA_ADDED_ANNOTATION,
     CERT_MANAGER_PURPOSE,
@@ -99,6 +99,7 @@ class CertManagerCertificates:
     def __init__(self, api: ApiClient, *, metrics: KlmMetrics | None = None) -> None:
         self.api = api
         self.metrics = metrics or KlmMetrics()
+        self._parsed = ParsedCertificates()
 
     async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
         wanted = client_certificate(kyma, runtime_id, skr_domain)
@@ -112,7 +113,7 @@ class CertManagerCertificates:
             raise CertificatePending(f"certificate {secret_name(kyma)} not issued yet")
         try:
             data = tls_data(secret)
-            issued = pki.load_issued(data["tls.crt"], data["tls.key"], secret_name(kyma))
+            issued = self._parsed.load(kyma, data["tls.crt"], data["tls.key"], secret_name(kyma))
         except (SecretLayoutError, CertificateError) as exc:
             raise CertificatePending(f"certificate {secret_name(kyma)}: {exc}") from None
         gateway = await get(self.api, SECRETS, GATEWAY_SECRET_NAME, ISTIO_NAMESPACE)
@@ -146,6 +147,7 @@ class CertManagerCertificates:
 
     async def remove(self, kyma: str) -> None:
         """The Kyma is gone: its Certificate and Secret, and its gauge."""
+        self._parsed.forget(kyma)
         for resource in (CERTIFICATES, SECRETS):
             with contextlib.suppress(KubeError):
                 await delete(self.api, resource, secret_name(kyma), ISTIO_NAMESPACE)

@@ -28,6 +28,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager, utcnow
+from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.tls_secret import (
     SecretLayoutError,
@@ -99,9 +100,7 @@ class KymaCertificates:
         self._known: set[str] = set()
         self._forced: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
-        self._parsed: dict[str, tuple[bytes, bytes, pki.Issued]] = {}
-        """Kyma → the PEM last read or written and its parsed form: loading an RSA key
-        checks it (tens of ms), so it is done only when the Secret's content changed."""
+        self._parsed = ParsedCertificates()
         cas.on_rotated.append(self._ca_rotated)
 
     def _ca_rotated(self, ca: pki.CertificateAuthority) -> None:
@@ -132,7 +131,9 @@ class KymaCertificates:
             if secret is not None:
                 try:
                     data = tls_data(secret)
-                    stored = self._load(kyma, data["tls.crt"], data["tls.key"])
+                    stored = self._parsed.load(
+                        kyma, data["tls.crt"], data["tls.key"], f"Secret {secret_name(kyma)}"
+                    )
                 except (SecretLayoutError, CertificateError) as exc:
                     reason = f"the stored one is unusable: {exc}"
                 else:
@@ -151,14 +152,6 @@ class KymaCertificates:
             self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
             logger.info("issued the certificate of %s from %s: %s", kyma, ca.common_name, reason)
             return KymaCertificate(issued, bundle, reissued=reason)
-
-    def _load(self, kyma: str, cert_pem: bytes, key_pem: bytes) -> pki.Issued:
-        cached = self._parsed.get(kyma)
-        if cached is not None and cached[:2] == (cert_pem, key_pem):
-            return cached[2]
-        issued = pki.load_issued(cert_pem, key_pem, f"Secret {secret_name(kyma)}")
-        self._parsed[kyma] = (cert_pem, key_pem, issued)
-        return issued
 
     def _reason(
         self, kyma: str, stored: pki.Issued, runtime_id: str, skr_domain: str
@@ -186,14 +179,14 @@ class KymaCertificates:
             annotations={ISSUER_ANNOTATION: policy.issuer_name(issued.certificate)},
         )
         await create_or_replace(self.api, SECRETS, body)
-        self._parsed[kyma] = (issued.cert_pem, issued.key_pem, issued)
+        self._parsed.remember(kyma, issued)
 
     def forget(self, kyma: str) -> None:
         """The Kyma is gone: no gauge, no state."""
         self._known.discard(kyma)
         self._forced.discard(kyma)
         self._locks.pop(kyma, None)
-        self._parsed.pop(kyma, None)
+        self._parsed.forget(kyma)
         with contextlib.suppress(KeyError):
             self.metrics.cert_not_renewed.remove(kyma)
 

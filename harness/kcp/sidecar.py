@@ -38,7 +38,7 @@ MAX_BODY = 1 << 20
 class Exchange:
     """One request the gateway handed to the listener, and its answer."""
 
-    at: float
+    at: float  # when the request reached the sidecar (its answer may come much later)
     method: str
     path: str
     status: int  # 502: the listener could not be reached
@@ -81,6 +81,7 @@ class ListenerSidecar(Service):
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        arrived = time.time()  # a listener may answer only once the event was consumed
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         assert self._client is not None
         try:
@@ -94,12 +95,12 @@ class ListenerSidecar(Service):
                 }
         except (aiohttp.ClientError, OSError) as exc:
             status, content, out_headers = 502, f"sidecar: {exc}".encode(), {}
-        self._record(request, body, status)
+        self._record(request, body, status, arrived)
         return web.Response(status=status, body=content, headers=out_headers)
 
-    def _record(self, request: web.Request, body: bytes, status: int) -> None:
+    def _record(self, request: web.Request, body: bytes, status: int, arrived: float) -> None:
         exchange = Exchange(
-            at=time.time(),
+            at=arrived,
             method=request.method,
             path=request.path,
             status=status,

@@ -18,10 +18,12 @@
    ``skr-webhook`` configuration (from all Watchers) put back if lost or altered
    (condition ``SKRWebhook``).
 
-Deletion (finalizer ``operator.kyma-project.io/Kyma``): the Kyma's Manifests, then the
-SKR's watcher resources, the SKR Kyma and the catalog copies, the KCP certificate, then the
-finalizer. An SKR that cannot be reached keeps the finalizer (requeued with backoff)
-unless its kubeconfig Secret is gone — then there is nothing left to clean up there.
+Deletion (finalizer ``operator.kyma-project.io/Kyma``): the state ``Deleting``, the Kyma's
+Manifests, then the SKR's watcher resources, the SKR Kyma, the catalog copies and KLM's
+CRDs there (as upstream's KLM leaves the SKR; ``kyma-system`` stays), the KCP
+certificate, then the finalizer. An SKR that cannot be reached keeps the finalizer
+(requeued with backoff) unless its kubeconfig Secret is gone — then there is nothing
+left to clean up there.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from harness.kcp.lifecycle_manager.kyma.modules import (
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome
 from harness.kube import (
+    CRDS,
     KYMAS,
     MANIFESTS,
     MODULE_RELEASE_METAS,
@@ -63,6 +66,7 @@ from harness.kube import (
     ensure_namespace,
     get,
     list_objects,
+    load_yaml_documents,
     merge_patch,
 )
 from watcher.domain import (
@@ -81,6 +85,10 @@ logger = logging.getLogger("harness.kcp.lifecycle_manager.kyma")
 
 CRD_DIR: Final = Path(__file__).resolve().parents[4] / "fixtures" / "crds"
 SKR_CRDS: Final = (CRD_DIR / "kyma.yaml", CRD_DIR / "catalog.yaml")
+SKR_CRD_NAMES: Final = tuple(
+    str(doc["metadata"]["name"]) for path in SKR_CRDS for doc in load_yaml_documents(path)
+)
+"""What a Kyma's deletion takes from its SKR again, as upstream's KLM does."""
 """What KLM installs into an SKR on first contact."""
 SKR_KYMA_LABELS: Final = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
 """Labels of every SKR Kyma KLM creates (plus its runtime id)."""
@@ -340,9 +348,28 @@ class KymaReconcile:
     # deletion --------------------------------------------------------------------------
 
     async def delete(self, kyma: Obj) -> Outcome:
-        """The finalizer's work: Manifests, the SKR's Kyma and catalog copies, the finalizer."""
+        """The finalizer's work: the state ``Deleting``, then Manifests, the SKR's Kyma,
+        catalog copies and KLM's CRDs there, the finalizer."""
         meta = _meta(kyma)
         name = meta["name"]
+        if (kyma.get("status") or {}).get("state") != kyma_status.DELETING:
+            deleting = {
+                "state": kyma_status.DELETING,
+                "lastOperation": {
+                    "operation": "removing the Kyma from its SKR",
+                    "lastUpdateTime": kyma_status.timestamp(time.time()),
+                },
+            }
+            with contextlib.suppress(NotFound):  # the finalizer below needs its new version
+                kyma = await merge_patch(
+                    self.kcp,
+                    KYMAS,
+                    name,
+                    meta["namespace"],
+                    {"status": deleting},
+                    subresource="status",
+                )
+                meta = _meta(kyma)
         if self.health is not None:
             self.health.forget(kyma)
         for manifest in await self._manifests_of(name):
@@ -358,9 +385,16 @@ class KymaReconcile:
                 await self.watcher.remove(kyma, skr_reachable=True)
             await delete(skr, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE)
             for resource in CATALOG:
-                copies, _ = await list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)
+                try:
+                    copies, _ = await list_objects(
+                        skr, resource, SKR_NAMESPACE, label_selector=MANAGED
+                    )
+                except NotFound:  # KLM's CRDs went in an earlier pass
+                    continue
                 for copy in copies:
                     await delete(skr, resource, _meta(copy)["name"], SKR_NAMESPACE)
+            for crd in SKR_CRD_NAMES:
+                await delete(skr, CRDS, crd)
         finalizers = [f for f in meta.get("finalizers") or [] if f != KYMA_FINALIZER]
         if finalizers != list(meta.get("finalizers") or []):
             with contextlib.suppress(NotFound):  # already gone: nothing to release

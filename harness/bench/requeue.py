@@ -11,11 +11,11 @@ fixes the reaction p99 and searches the polling interval instead.
 over a simulated clock (no sleeping, no asyncio): ``workers`` take ready keys, each reconcile
 takes ``reconcile_seconds`` (a stated constant, 100 ms), and after each reconcile the Kyma is
 requeued after the mode's interval (``add_after`` keeps the earliest pending time, as
-client-go does). KLM's ``max-concurrent-kyma-reconciles`` defaults to 1, so 1 worker is the
-main setting; "unlimited" (one worker per Kyma) is the labelled best case for polling, where
-only the interval decides. Reaction = change → start of the next reconcile of that Kyma;
-p99 is nearest-rank (:func:`harness.report.stats.percentile`); a change never followed by a
-reconcile counts as an infinite reaction.
+controller-runtime's queue does). KLM's ``max-concurrent-kyma-reconciles`` defaults to 1,
+so 1 worker is the main setting; "unlimited" (one worker per Kyma) is the labelled best
+case for polling, where only the interval decides. Reaction = change → start of the next
+reconcile of that Kyma; p99 is nearest-rank (:func:`harness.report.stats.percentile`); a
+change never followed by a reconcile counts as an infinite reaction.
 
 - Watcher mode: a change enqueues its Kyma after a delivery delay (measured end-to-end
   samples when given, else :data:`DEFAULT_DELIVERY_DELAY`), plus the 5 min success requeue

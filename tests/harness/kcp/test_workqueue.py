@@ -88,3 +88,32 @@ def test_never_processing_twice_and_nothing_lost(program: list[tuple[str, str, f
         seen.append(item.key)
     assert len(seen) == len(set(seen))
     assert wanted <= set(seen)
+
+
+def test_an_event_pulls_a_pending_requeue_forward_instead_of_adding_one() -> None:
+    """controller-runtime's priority queue (KLM's): one entry per key, the earlier wins."""
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("a", R, 5.0)
+    q.add("a", W, 1.0)
+    item = q.get()
+    assert item is not None and item.triggers == {W}
+    q.add_after("a", R, 6.0)  # the reconcile's own requeue
+    q.done("a")
+    q.promote(5.5)
+    assert q.get() is None  # the timer of 5.0 went with the event
+    q.promote(6.0)
+    timer = q.get()
+    assert timer is not None and timer.triggers == {R}
+
+
+def test_a_delayed_add_does_not_stack_on_a_key_ready_now_or_due_again() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a", W, 0.0)
+    q.add_after("a", R, 1.0)
+    assert q.next_wakeup() is None
+    item = q.get()
+    assert item is not None
+    q.add("a", W, 0.5)  # while processing: due again once done
+    q.add_after("a", R, 2.0)
+    q.done("a")
+    assert q.next_wakeup() is None and len(q) == 1

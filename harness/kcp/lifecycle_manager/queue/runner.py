@@ -1,8 +1,8 @@
 """The async runner around the pure ``WorkQueue``: real clock, N workers, delayed adds.
 
 ``QueueRunner`` feeds the queue the event loop's clock, wakes workers when a key becomes
-ready (now or at its delayed time), and hands each ``WorkItem`` to a handler. The
-client-go guarantees come from the queue: a key is processed by one worker at a time and
+ready (now or at its delayed time), and hands each ``WorkItem`` to a handler. Its
+guarantees come from the queue: a key is processed by one worker at a time and
 waits in the queue at most once. Handler errors are logged and counted, never fatal.
 """
 

@@ -1,10 +1,15 @@
-"""A de-duplicating, delaying work queue with the semantics of client-go's workqueue.
+"""A de-duplicating, delaying work queue with the semantics of controller-runtime's
+priority queue — the queue of KLM's Kyma controller (controller-runtime v0.24 uses it
+unless told otherwise; KLM does not).
 
 Lifecycle Manager's behaviour that the watcher changes — how often a Kyma is reconciled
-and how fast it reacts — is decided by this queue: a key waits in the queue at most once,
-a key added while it is being processed is processed again afterwards (never twice at
-once), and a delayed add keeps the earliest ready time. Triggers that collapse into one
-reconcile are merged, so a report can say *why* a reconcile ran.
+and how fast it reacts — is decided by this queue: a key is in the queue at most once,
+ready now or at a time, and the earlier time wins — so an event pulls a pending requeue
+forward instead of adding a reconcile beside it (client-go's classic delaying queue
+kept the timer: the KLM scale run showed upstream's KLM at 6.1 reconciles/s where ours,
+with the classic queue, made 8.8 for the same load); a key added while it is being
+processed is processed again afterwards (never twice at once). Triggers that collapse
+into one reconcile are merged, so a report can say *why* a reconcile ran.
 
 The queue takes its clock from the caller (``now``) so the requeue-economics benchmark can
 drive it with simulated time; the async wrapper in ``lifecycle_manager`` feeds it real time.
@@ -55,7 +60,9 @@ class WorkQueue(Generic[K]):
     _seq: int = 0
 
     def add(self, key: K, trigger: Trigger, now: float) -> None:
-        """Make ``key`` ready; collapses with a pending entry for the same key."""
+        """Make ``key`` ready; collapses with a pending entry for the same key, a delayed
+        one included (its time is later than now)."""
+        self._waiting_best.pop(key, None)  # dropped lazily from the heap
         if key in self._processing:
             triggers, since = self._dirty.get(key, (set(), now))
             triggers.add(trigger)
@@ -68,7 +75,10 @@ class WorkQueue(Generic[K]):
         self._ready.append(key)
 
     def add_after(self, key: K, trigger: Trigger, ready_at: float) -> None:
-        """Add ``key`` at ``ready_at``; an earlier pending time for the key wins."""
+        """Add ``key`` at ``ready_at``; an earlier pending time for the key wins (a key
+        ready now, or due again once processed, already has the earliest)."""
+        if key in self._queued or key in self._dirty:
+            return
         best = self._waiting_best.get(key)
         if best is not None and best <= ready_at:
             return

@@ -17,7 +17,7 @@ help:
 	@echo "make e2e-byo   the scenario library against another webhook (WEBHOOK_COMMAND=...)"
 	@echo "make e2e-klm   a Lifecycle Manager build as a process in the loop (KLM_COMMAND=...)"
 	@echo "make binaries  build/install kube-apiserver, etcd and the Go tools into the cache (done by e2e)"
-	@echo "make bench     benchmark suite (<= 20 min); writes docs/benchmarks.md/.json + plots"
+	@echo "make bench     benchmark suite (<= 25 min); writes docs/benchmarks.md/.json + plots"
 	@echo "make soak      10 min churn at 50 writes/s, oracle + RSS/fd growth; docs/soak.md (SOAK_DURATION=s)"
 	@echo "make up        keep KCP + 2 SKRs + gateway + watcher running (Ctrl-C stops)"
 

@@ -16,6 +16,7 @@ import datetime as dt
 import logging
 from typing import Final
 
+from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
@@ -75,6 +76,8 @@ class GatewaySecretFromCa(Service):
             logger.info("the CA Secret %s is not usable yet: %s", CA_SECRET, exc)
             return False
         pair = (data["tls.crt"], data["tls.key"])
+        if self._newest is None:
+            await self._adopt(ca, pair)
         changed = pair != self._newest
         if changed:
             self._newest = pair
@@ -99,6 +102,32 @@ class GatewaySecretFromCa(Service):
         await create_or_replace(self.api, SECRETS, body)
         logger.info("gateway Secret written: %d CA(s) in the bundle", len(self._bundle))
         return True
+
+    async def _adopt(self, ca: x509.Certificate, pair: tuple[bytes, bytes]) -> None:
+        """A restarted KLM takes over the gateway Secret it left when the CA has not
+        changed since — as upstream's handler writes only for a new CA. Restamping
+        ``caAddedToBundleAt`` would make every Kyma's certificate predate the newest CA
+        and renew them all, rolling every SKR's webhook (a restart scenario lost an
+        event in such a roll)."""
+        existing = await get(self.api, SECRETS, GATEWAY_SECRET_NAME, ISTIO_NAMESPACE)
+        annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
+        added = annotations.get(CA_ADDED_ANNOTATION)
+        if existing is None or not added:
+            return
+        try:
+            data = tls_data(existing)
+            certs = pki.load_certificates(data["ca.crt"], GATEWAY_SECRET_NAME)
+            at = dt.datetime.fromisoformat(str(added).replace("Z", "+00:00"))
+        except (SecretLayoutError, CertificateError, ValueError):
+            return
+        if certs[0] != ca or at.tzinfo is None:
+            return
+        self._newest = pair
+        self._bundle = [
+            policy.BundleEntry(certs[0], at),
+            *(policy.BundleEntry(c, c.not_valid_before_utc) for c in certs[1:]),
+        ]
+        self._serving = (data["tls.crt"], data["tls.key"])
 
     async def _run(self) -> None:
         while True:

@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
-from harness.environment.inject import inject, kcp_injection
+from harness.environment.inject import inject
 from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.rotation import CertificateRotation, RotationKind
 from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
@@ -299,26 +299,6 @@ class WatcherEnvironment:
         record = FaultRecord(at, fault.target, fault.action, time.time(), detail)
         self.log.timeline.append(record)
         return record
-
-    async def set_kcp_fault(
-        self,
-        *,
-        delay: float = 0.0,
-        delay_percent: float = 100.0,
-        abort_percent: float = 0.0,
-        abort_status: int = 503,
-    ) -> None:
-        """Envoy delays (``delay`` seconds) and/or aborts requests on every KCP route."""
-        injection = kcp_injection(
-            delay=delay,
-            delay_percent=delay_percent,
-            abort_percent=abort_percent,
-            abort_status=abort_status,
-        )
-        await self.gateway.set_fault(injection)
-
-    async def clear_kcp_fault(self) -> None:
-        await self.gateway.set_fault(None)
 
     async def rotate(self, kind: RotationKind = "leaf", skrs: Sequence[str] | None = None) -> None:
         """Rotate SKR leaf certificates (``skrs``, default all) or the whole KCP CA."""

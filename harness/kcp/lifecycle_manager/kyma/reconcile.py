@@ -353,13 +353,7 @@ class KymaReconcile:
         meta = _meta(kyma)
         name = meta["name"]
         if (kyma.get("status") or {}).get("state") != kyma_status.DELETING:
-            deleting = {
-                "state": kyma_status.DELETING,
-                "lastOperation": {
-                    "operation": "removing the Kyma from its SKR",
-                    "lastUpdateTime": kyma_status.timestamp(time.time()),
-                },
-            }
+            deleting = kyma_status.deleting(time.time())
             with contextlib.suppress(NotFound):  # the finalizer below needs its new version
                 kyma = await merge_patch(
                     self.kcp,

@@ -36,6 +36,12 @@ def timestamp(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def deleting(at: float) -> dict[str, Any]:
+    """The status a Kyma gets once its deletion began (upstream's state ``Deleting``)."""
+    operation = {"operation": "removing the Kyma from its SKR", "lastUpdateTime": timestamp(at)}
+    return {"state": DELETING, "lastOperation": operation}
+
+
 def module_entry(plan: ModulePlan, manifest: Obj | None) -> dict[str, Any]:
     """One ``status.modules[]`` entry: an unresolved module is ``Error`` with the reason;
     a resolved one has its Manifest's state (``Processing`` until the Manifest has one)."""

@@ -2,7 +2,7 @@
 
 Modules, in the order a run uses them:
 
-* ``model`` — ``RunReport`` and its parts: frozen data with an exact JSON form
+* ``model`` — ``RunReport`` and its parts: frozen pydantic dataclasses, exact JSON form
 * ``builder`` — ``ReportBuilder``: filled during the run, ``build()`` → ``RunReport``
 * ``stats`` — percentiles and latency summaries
 * ``logs`` — reading process log tails (the only input the writers do not get from the model)

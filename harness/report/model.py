@@ -1,10 +1,12 @@
-"""The run report: what happened in a run, as plain frozen data with a JSON form.
+"""The run report: what happened in a run, as frozen data with a JSON form.
 
 The runner fills a :class:`~harness.report.builder.ReportBuilder` while scenarios run;
 ``build()`` turns it into a :class:`RunReport`, which the writers (``junit``, ``html``,
 ``writer``) render. Times are wall-clock seconds since the epoch (``time.time()``);
-durations are seconds; latencies are milliseconds. ``to_dict`` / ``from_dict`` give a
-JSON-safe form that round-trips exactly.
+durations are seconds; latencies are milliseconds. The classes are pydantic dataclasses:
+constructing one coerces sequences to tuples and strings to paths, and
+``RunReport.to_json`` / ``from_json`` are pydantic's serialisation of the fields (enums as
+their values), which round-trips exactly.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import json
 import os
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass
 
 from harness.report.errors import ReportFormatError
 
@@ -80,17 +85,6 @@ class MachineInfo:
             versions=dict(versions or {}),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"cores": self.cores, "python": self.python, "versions": dict(self.versions)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> MachineInfo:
-        return cls(
-            cores=_get(d, "cores", int),
-            python=_get(d, "python", str),
-            versions={str(k): str(v) for k, v in _get(d, "versions", dict).items()},
-        )
-
 
 @dataclass(frozen=True)
 class StepReport:
@@ -102,25 +96,6 @@ class StepReport:
     branch: Branch = Branch.TRY
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status.value,
-            "duration": self.duration,
-            "branch": self.branch.value,
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StepReport:
-        return cls(
-            name=_get(d, "name", str),
-            status=_enum(d, "status", Status),
-            duration=_get(d, "duration", float),
-            branch=_enum(d, "branch", Branch),
-            error=_opt(d, "error", str),
-        )
-
 
 @dataclass(frozen=True)
 class Attachment:
@@ -129,17 +104,6 @@ class Attachment:
     name: str
     text: str
     truncated: bool = False  # the full text is in the scenario's log directory
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "text": self.text, "truncated": self.truncated}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Attachment:
-        return cls(
-            name=_get(d, "name", str),
-            text=_get(d, "text", str),
-            truncated=_get(d, "truncated", bool, False),
-        )
 
 
 @dataclass(frozen=True)
@@ -159,36 +123,6 @@ class ExpectationResult:
     attachments: tuple[Attachment, ...] = ()
     """Collected material, e.g. the selected objects' YAML of a failed ``assert``."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "attachments", tuple(self.attachments))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "description": self.description,
-            "expected": self.expected,
-            "actual": self.actual,
-            "passed": self.passed,
-            "duration": self.duration,
-            "details": self.details,
-            "attachments": [a.to_dict() for a in self.attachments],
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ExpectationResult:
-        return cls(
-            id=_get(d, "id", str),
-            kind=_get(d, "kind", str),
-            description=_get(d, "description", str),
-            expected=_get(d, "expected", str),
-            actual=_get(d, "actual", str),
-            passed=_get(d, "passed", bool),
-            duration=_get(d, "duration", float, 0.0),
-            details=_get(d, "details", str, ""),
-            attachments=tuple(Attachment.from_dict(a) for a in _get(d, "attachments", list, [])),
-        )
-
 
 @dataclass(frozen=True)
 class TimelineEntry:
@@ -199,25 +133,6 @@ class TimelineEntry:
     source: str  # the cluster (mutations, faults) or manager (events) it happened at
     object: str  # e.g. "default/ConfigMap/cm-1" or "kyma-system/Kyma/kyma-a"
     detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "at": self.at,
-            "kind": self.kind.value,
-            "source": self.source,
-            "object": self.object,
-            "detail": self.detail,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TimelineEntry:
-        return cls(
-            at=_get(d, "at", float),
-            kind=_enum(d, "kind", TimelineKind),
-            source=_get(d, "source", str),
-            object=_get(d, "object", str),
-            detail=_get(d, "detail", str, ""),
-        )
 
 
 class ProcessRecordLike(Protocol):
@@ -245,37 +160,14 @@ class ProcessInfo:
     exit_code: int | None  # None: still running when the report was built
     log_path: Path
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "argv", tuple(self.argv))
-        object.__setattr__(self, "log_path", Path(self.log_path))
-
     @classmethod
     def from_record(cls, record: ProcessRecordLike) -> ProcessInfo:
         return cls(
             name=record.name,
             pid=record.pid,
-            argv=tuple(record.argv),
+            argv=record.argv,
             exit_code=record.exit_code,
             log_path=record.log_path,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "pid": self.pid,
-            "argv": list(self.argv),
-            "exit_code": self.exit_code,
-            "log_path": str(self.log_path),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ProcessInfo:
-        return cls(
-            name=_get(d, "name", str),
-            pid=_opt(d, "pid", int),
-            argv=tuple(str(a) for a in _get(d, "argv", list)),
-            exit_code=_opt(d, "exit_code", int),
-            log_path=Path(_get(d, "log_path", str)),
         )
 
 
@@ -296,10 +188,6 @@ class AttemptReport:
     """What happened in that attempt (reconciles, faults, steps): a flake's story is often
     in its timing, which the attempt that passed does not show."""
 
-    def __post_init__(self) -> None:
-        for name in ("failed_steps", "failed_expectations", "processes", "timeline"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-
     @classmethod
     def of(cls, number: int, report: ScenarioReport) -> AttemptReport:
         """Attempt ``number``, from the report that attempt finished with."""
@@ -315,35 +203,6 @@ class AttemptReport:
             failed_expectations=tuple(e for e in report.expectations if not e.passed),
             processes=report.processes,
             timeline=report.timeline,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "status": self.status.value,
-            "started_at": self.started_at,
-            "duration": self.duration,
-            "error": self.error,
-            "failed_steps": [s.to_dict() for s in self.failed_steps],
-            "failed_expectations": [e.to_dict() for e in self.failed_expectations],
-            "processes": [p.to_dict() for p in self.processes],
-            "timeline": [t.to_dict() for t in self.timeline],
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> AttemptReport:
-        return cls(
-            number=_get(d, "number", int),
-            status=_enum(d, "status", Status),
-            started_at=_get(d, "started_at", float),
-            duration=_get(d, "duration", float),
-            error=_opt(d, "error", str),
-            failed_steps=tuple(StepReport.from_dict(s) for s in _get(d, "failed_steps", list, [])),
-            failed_expectations=tuple(
-                ExpectationResult.from_dict(e) for e in _get(d, "failed_expectations", list, [])
-            ),
-            processes=tuple(ProcessInfo.from_dict(p) for p in _get(d, "processes", list, [])),
-            timeline=tuple(TimelineEntry.from_dict(t) for t in _get(d, "timeline", list, [])),
         )
 
 
@@ -368,18 +227,6 @@ class ScenarioReport:
     attempts: tuple[AttemptReport, ...] = ()
     """Earlier attempts that did not pass (``--retries``), oldest first; everything else
     in this report is the last attempt's. Passed after failed attempts: status flaky."""
-
-    def __post_init__(self) -> None:
-        for name in (
-            "steps",
-            "expectations",
-            "timeline",
-            "latencies_ms",
-            "processes",
-            "attempts",
-        ):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        object.__setattr__(self, "metrics", dict(self.metrics))
 
     @property
     def ok(self) -> bool:
@@ -420,43 +267,6 @@ class ScenarioReport:
     def expectations_passed(self) -> int:
         return sum(1 for e in self.expectations if e.passed)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "file": self.file,
-            "status": self.status.value,
-            "started_at": self.started_at,
-            "duration": self.duration,
-            "error": self.error,
-            "steps": [s.to_dict() for s in self.steps],
-            "expectations": [e.to_dict() for e in self.expectations],
-            "timeline": [t.to_dict() for t in self.timeline],
-            "latencies_ms": list(self.latencies_ms),
-            "processes": [p.to_dict() for p in self.processes],
-            "metrics": dict(self.metrics),
-            "attempts": [a.to_dict() for a in self.attempts],
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ScenarioReport:
-        return cls(
-            name=_get(d, "name", str),
-            file=_get(d, "file", str),
-            status=_enum(d, "status", Status),
-            started_at=_get(d, "started_at", float),
-            duration=_get(d, "duration", float),
-            error=_opt(d, "error", str),
-            steps=tuple(StepReport.from_dict(s) for s in _get(d, "steps", list, [])),
-            expectations=tuple(
-                ExpectationResult.from_dict(e) for e in _get(d, "expectations", list, [])
-            ),
-            timeline=tuple(TimelineEntry.from_dict(t) for t in _get(d, "timeline", list, [])),
-            latencies_ms=tuple(float(v) for v in _get(d, "latencies_ms", list, [])),
-            processes=tuple(ProcessInfo.from_dict(p) for p in _get(d, "processes", list, [])),
-            metrics={str(k): float(v) for k, v in _get(d, "metrics", dict, {}).items()},
-            attempts=tuple(AttemptReport.from_dict(a) for a in _get(d, "attempts", list, [])),
-        )
-
 
 @dataclass(frozen=True)
 class RunReport:
@@ -467,9 +277,6 @@ class RunReport:
     finished_at: float
     machine: MachineInfo
     scenarios: tuple[ScenarioReport, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "scenarios", tuple(self.scenarios))
 
     @property
     def duration(self) -> float:
@@ -485,14 +292,9 @@ class RunReport:
         return sum(1 for s in self.scenarios if s.status is status)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "run_id": self.run_id,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "machine": self.machine.to_dict(),
-            "scenarios": [s.to_dict() for s in self.scenarios],
-        }
+        """The JSON form: ``schema``, then the fields in order (enums as values, tuples as
+        lists, paths as strings)."""
+        return {"schema": SCHEMA_VERSION, **_RUN_REPORT.dump_python(self, mode="json")}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunReport:
@@ -501,16 +303,15 @@ class RunReport:
             raise ReportFormatError(
                 f"report schema {schema!r} is not supported (this harness reads {SCHEMA_VERSION})"
             )
-        return cls(
-            run_id=_get(d, "run_id", str),
-            started_at=_get(d, "started_at", float),
-            finished_at=_get(d, "finished_at", float),
-            machine=MachineInfo.from_dict(_get(d, "machine", dict)),
-            scenarios=tuple(ScenarioReport.from_dict(s) for s in _get(d, "scenarios", list)),
-        )
+        try:
+            return _RUN_REPORT.validate_python(d)
+        except ValidationError as e:
+            fields = (f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+            raise ReportFormatError(f"report field {'; '.join(fields)}") from None
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """JSON text; NaN and infinities are refused, as JSON has no spelling for them."""
+        """JSON text; NaN and infinities are refused, as JSON has no spelling for them
+        (pydantic's own ``dump_json`` would write them as ``null``)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
 
     @classmethod
@@ -524,35 +325,4 @@ class RunReport:
         return cls.from_dict(data)
 
 
-# -- strict field access for from_dict ----------------------------------------------------
-
-_MISSING: Any = object()
-_E = TypeVar("_E", bound=StrEnum)
-
-
-def _get(d: Mapping[str, Any], key: str, typ: type[Any], default: Any = _MISSING) -> Any:
-    if key not in d:
-        if default is _MISSING:
-            raise ReportFormatError(f"report field {key!r} is missing")
-        return default
-    value = d[key]
-    if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        raise ReportFormatError(
-            f"report field {key!r} must be {typ.__name__}, not {type(value).__name__}"
-        )
-    return value
-
-
-def _opt(d: Mapping[str, Any], key: str, typ: type[Any]) -> Any:
-    return None if d.get(key) is None else _get(d, key, typ)
-
-
-def _enum(d: Mapping[str, Any], key: str, typ: type[_E]) -> _E:
-    value = _get(d, key, str)
-    try:
-        return typ(value)
-    except ValueError:
-        allowed = ", ".join(m.value for m in typ)
-        raise ReportFormatError(f"report field {key!r} is {value!r}; one of: {allowed}") from None
+_RUN_REPORT = TypeAdapter(RunReport)

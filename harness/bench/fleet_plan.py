@@ -8,14 +8,14 @@ benchmark (:mod:`harness.bench.fleet`) only gathers the times.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import TypeAdapter
 
 from harness.bench.model import summary
 from harness.report.stats import percentile
@@ -95,18 +95,14 @@ class SentEvent:
         return self.status == ACCEPTED
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        return _SENT_EVENT.dump_json(self).decode()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SentEvent:
-        return cls(
-            runtime_id=str(data["runtime_id"]),
-            phase=str(data["phase"]),
-            sent=float(data["sent"]),
-            answered=float(data["answered"]),
-            status=int(data["status"]),
-            error=str(data.get("error", "")),
-        )
+        return _SENT_EVENT.validate_python(data)
+
+
+_SENT_EVENT = TypeAdapter(SentEvent)
 
 
 @dataclass(frozen=True)

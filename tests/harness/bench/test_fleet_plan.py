@@ -3,6 +3,7 @@ rates, KCP request counting, and the report built from a made-up run (no cluster
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -64,6 +65,12 @@ def test_spread_delays_are_uniform_over_the_interval() -> None:
 
 def sent(runtime: str, at: float, status: int = 200, phase: str = "steady") -> SentEvent:
     return SentEvent(runtime, phase, at, at + 0.01, status)
+
+
+def test_a_sent_event_round_trips_through_its_json_line() -> None:
+    event = SentEvent("rt-a", "burst", 1_760_000_000.125, 1_760_000_010.0, 0, error="timeout")
+    assert json.loads(event.to_json()) == vars(event)
+    assert SentEvent.from_json(json.loads(event.to_json())) == event
 
 
 def test_reaction_is_the_first_watch_reconcile_of_the_events_kyma_after_the_send() -> None:

@@ -9,10 +9,10 @@ etcd comes from a Python wheel whose version is pinned in ``pyproject.toml``
 
 from __future__ import annotations
 
-KUBERNETES_VERSION = "v1.35.4"
+KUBERNETES_VERSION = "v1.36.3"
 """The kube-apiserver release every local cluster runs (``k8s.io/kubernetes`` tag)."""
 
-GO_MIN_VERSION = (1, 25)
+GO_MIN_VERSION = (1, 26)
 """Oldest Go toolchain ``tools/kube/go.mod`` accepts (its ``go`` directive)."""
 
 UPSTREAM_LISTENER_MODULE = "github.com/kyma-project/runtime-watcher/listener"

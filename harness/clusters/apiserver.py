@@ -69,13 +69,60 @@ class ApiServerFiles:
         return ctx
 
 
+SERVED_APIS: tuple[str, ...] = (
+    "v1",
+    "apps/v1",
+    "admissionregistration.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
+    "apiregistration.k8s.io/v1",
+    "authentication.k8s.io/v1",
+    "authorization.k8s.io/v1",
+    "coordination.k8s.io/v1",
+    "discovery.k8s.io/v1",
+    "events.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "networking.k8s.io/v1",
+    "node.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1",
+    "scheduling.k8s.io/v1",
+    "storage.k8s.io/v1",
+)
+"""The API group versions a cluster serves by default: what Kyma's components and KLM use
+(core, apps, RBAC, webhooks, CRDs, leases, events, network policies) and what
+kube-apiserver's own admission plugins and post-start hooks read (node, storage,
+scheduling, flowcontrol). Each group left out (batch, policy, autoscaling, certificates,
+resource, ...) is storage kube-apiserver need not build at start: measured on 2 cores,
+1.8 → 1.1 s of CPU per API server until ready."""
+
+
 @dataclass(frozen=True)
 class ApiServerOptions:
-    """Knobs that trade API-server features for CPU and memory on small machines."""
+    """Knobs that trade API-server features for CPU and memory on small machines.
+
+    ``served_apis``: see :data:`SERVED_APIS`; ``None`` serves kube-apiserver's own
+    defaults. ``gc_percent`` is the Go runtime's ``GOGC``: the start-up builds a heap of
+    ~100 MiB from nothing, and at Go's default of 100 the collector runs over and over on
+    the way (400: ~25 % less CPU until ready, measured; RSS stays ~1/4 GiB per server).
+    """
 
     watch_cache: bool = True
     priority_and_fairness: bool = False  # its idle bookkeeping costs CPU we share
+    served_apis: tuple[str, ...] | None = SERVED_APIS
+    gc_percent: int | None = 400
     extra_args: tuple[str, ...] = ()
+
+    def runtime_config(self) -> list[str]:
+        """The ``--runtime-config`` flag that serves exactly :attr:`served_apis`."""
+        if self.served_apis is None:
+            return []
+        enabled = ",".join(f"{api}=true" for api in self.served_apis)
+        return [f"--runtime-config=api/all=false,{enabled}"]
+
+    def environ(self) -> dict[str, str] | None:
+        """The API server's environment (this process's, with ``GOGC``), or None: inherit."""
+        if self.gc_percent is None:
+            return None
+        return {**os.environ, "GOGC": str(self.gc_percent)}
 
 
 def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
@@ -169,6 +216,7 @@ class KubeApiServer:
             f"--watch-cache={str(self.options.watch_cache).lower()}",
             f"--enable-priority-and-fairness={str(self.options.priority_and_fairness).lower()}",
             "--profiling=false",
+            *self.options.runtime_config(),
         ]
         return args + list(self.options.extra_args)
 
@@ -210,6 +258,7 @@ class KubeApiServer:
                 probe=_ready_probe(session, url, ssl_context),
                 ready_timeout=self.ready_timeout,
                 stop_timeout=self.stop_timeout,
+                env=self.options.environ(),
             )
             try:
                 await stack.enter_async_context(process)
@@ -276,6 +325,7 @@ class KubeApiServer:
                 probe=_ready_probe(session, self.url, self.files.ssl_context()),
                 ready_timeout=self.ready_timeout,
                 stop_timeout=self.stop_timeout,
+                env=self.options.environ(),
             )
             self.process = process
             self.records.append(process.record)

@@ -32,7 +32,7 @@ from contextlib import (
     asynccontextmanager,
     nullcontext,
 )
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -272,11 +272,7 @@ class LocalBackend:
         extra = tuple(self.extra_args.get(name, ()))
         if not extra:
             return self.options
-        return ApiServerOptions(
-            watch_cache=self.options.watch_cache,
-            priority_and_fairness=self.options.priority_and_fairness,
-            extra_args=self.options.extra_args + extra,
-        )
+        return replace(self.options, extra_args=self.options.extra_args + extra)
 
     def _status(self, text: str) -> AbstractContextManager[object]:
         """A spinner at a terminal; nothing in CI or when piped."""

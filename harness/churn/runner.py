@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.aio import spawn, stop_tasks
@@ -68,46 +68,9 @@ async def run_churn(
     horizon = duration if duration is not None else max((m.at for m in plan), default=0.0)
     started = clock()
     cutoff = started + horizon + slack
-    executed: list[ExecutedMutation] = []
-    labels: dict[ObjectId, Mapping[str, str]] = {}
+    writes = _Writes(write, clock, asyncio.Semaphore(max_in_flight), on_executed)
     last: dict[ObjectId, asyncio.Task[None]] = {}
-    slots = asyncio.Semaphore(max_in_flight)
     tasks: list[asyncio.Task[None]] = []
-
-    def record(item: ExecutedMutation) -> None:
-        executed.append(item)
-        if on_executed is not None:
-            on_executed(item)
-
-    async def one(m: Mutation, previous: asyncio.Task[None] | None) -> None:
-        try:
-            if previous is not None:
-                await asyncio.wait([previous])
-            before = labels.get(m.object_id, m.labels_before)
-            sent_at = clock()
-            try:
-                answer = await write(m)
-            except asyncio.CancelledError:
-                unknown = WriteFailure.UNKNOWN  # it may have reached the server
-                cancelled = ExecutedMutation(
-                    m, sent_at, clock(), False, "cancelled", before, before, unknown
-                )
-                record(cancelled)
-                raise
-            except Exception as exc:  # recorded, not fatal: the churn goes on
-                failed = isinstance(exc, WriteFailed)
-                error = str(exc) if failed else f"{type(exc).__name__}: {exc}"
-                failure = exc.failure if isinstance(exc, WriteFailed) else WriteFailure.REFUSED
-                logger.debug("churn write %s failed (%s): %s", m.describe(), failure, error)
-                record(ExecutedMutation(m, sent_at, clock(), False, error, before, before, failure))
-                return
-            acked_at = clock()
-            after = _labels_after(m, answer)
-            labels[m.object_id] = after
-            record(ExecutedMutation(m, sent_at, acked_at, True, "", before, after))
-        finally:
-            slots.release()
-
     skipped: list[Mutation] = []
     try:
         for index, m in enumerate(plan):
@@ -115,9 +78,9 @@ async def run_churn(
             now = clock()
             if due > now:
                 await sleep(due - now)
-            await slots.acquire()
+            await writes.slots.acquire()
             if clock() > cutoff or due > cutoff:
-                slots.release()
+                writes.slots.release()
                 skipped.extend(plan[index:])
                 logger.warning(
                     "churn fell behind: %d of %d mutations not sent by the deadline",
@@ -125,7 +88,7 @@ async def run_churn(
                     len(plan),
                 )
                 break
-            task = spawn(one(m, last.get(m.object_id)), f"churn-{m.id}")
+            task = spawn(writes.one(m, last.get(m.object_id)), f"churn-{m.id}")
             last[m.object_id] = task
             tasks.append(task)
         if tasks:
@@ -133,8 +96,59 @@ async def run_churn(
     except asyncio.CancelledError:
         await stop_tasks(tasks)
         raise
-    executed.sort(key=lambda e: e.id)
+    executed = sorted(writes.executed, key=lambda e: e.id)
     return ChurnRun(tuple(executed), tuple(skipped), started)
+
+
+@dataclass
+class _Writes:
+    """One run's writes: each after the previous write to its object, holding one of the
+    ``slots`` (released when it ends), recorded as it ends."""
+
+    write: Write
+    clock: Callable[[], float]
+    slots: asyncio.Semaphore
+    on_executed: Callable[[ExecutedMutation], None] | None
+    executed: list[ExecutedMutation] = field(default_factory=list)
+    labels: dict[ObjectId, Mapping[str, str]] = field(default_factory=dict)
+
+    def record(self, item: ExecutedMutation) -> None:
+        self.executed.append(item)
+        if self.on_executed is not None:
+            self.on_executed(item)
+
+    async def one(self, m: Mutation, previous: asyncio.Task[None] | None) -> None:
+        try:
+            if previous is not None:
+                await asyncio.wait([previous])
+            before = self.labels.get(m.object_id, m.labels_before)
+            sent_at = self.clock()
+            try:
+                answer = await self.write(m)
+            except asyncio.CancelledError:
+                unknown = WriteFailure.UNKNOWN  # it may have reached the server
+                cancelled = ExecutedMutation(
+                    m, sent_at, self.clock(), False, "cancelled", before, before, unknown
+                )
+                self.record(cancelled)
+                raise
+            except Exception as exc:  # recorded, not fatal: the churn goes on
+                failed = isinstance(exc, WriteFailed)
+                error = str(exc) if failed else f"{type(exc).__name__}: {exc}"
+                failure = exc.failure if isinstance(exc, WriteFailed) else WriteFailure.REFUSED
+                logger.debug("churn write %s failed (%s): %s", m.describe(), failure, error)
+                self.record(
+                    ExecutedMutation(
+                        m, sent_at, self.clock(), False, error, before, before, failure
+                    )
+                )
+                return
+            acked_at = self.clock()
+            after = _labels_after(m, answer)
+            self.labels[m.object_id] = after
+            self.record(ExecutedMutation(m, sent_at, acked_at, True, "", before, after))
+        finally:
+            self.slots.release()
 
 
 def _labels_after(m: Mutation, answer: Any) -> Mapping[str, str]:

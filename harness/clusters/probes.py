@@ -1,4 +1,4 @@
-"""HTTP readiness probes for :class:`~harness.clusters.process.OwnedProcess`.
+"""Readiness probes (HTTP, or a TCP connect) for :class:`~harness.clusters.process.OwnedProcess`.
 
 A probe answers "ready?" once. Transport failures (connection refused, TLS handshake
 still impossible, a reset) mean "not yet" and are turned into
@@ -8,6 +8,7 @@ say what the last attempt saw.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import Callable
 
@@ -40,6 +41,22 @@ def http_probe(
         status, body = await http_get(session, url, ssl_context=ssl_context)
         if not accept(status, body):
             raise NotReady(f"GET {url}: {status} {body.strip()[:200]!r}")
+        return True
+
+    return probe
+
+
+def tcp_probe(host: str, port: int) -> Probe:
+    """A probe that passes once ``host:port`` accepts a connection (for a server whose
+    requests need a client certificate the prober does not have)."""
+
+    async def probe() -> bool:
+        try:
+            _, writer = await asyncio.open_connection(host, port)
+        except OSError as exc:
+            raise NotReady(f"connect {host}:{port}: {exc}") from exc
+        writer.close()
+        await writer.wait_closed()
         return True
 
     return probe

@@ -5,7 +5,8 @@
 the XFCC certificate's CN, no verify function) in a program that prints every event it
 hands over as one JSON line on stdout (:mod:`watcher.listener.event_lines`) and serves
 upstream's ``watcher_listener_*`` metrics on a second loopback port; ``watcher-listener``
-prints the same lines. :class:`ListenerProcess` owns successive incarnations of such a
+prints the same lines (:func:`ours_command`: the soak measures ours alone this way, over
+the mesh's mTLS when there is one). :class:`ListenerProcess` owns successive incarnations of such a
 command on the same ports (so the gateway's route stays valid across a ``stop``/``start``
 fault), reads the event lines as they come and gives each to ``callback`` — the same
 callback and the same :class:`~watcher.listener.ListenerEvent` as an in-process
@@ -20,7 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import shutil
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -29,7 +34,7 @@ import aiohttp
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, start_on_free_ports
+from harness.clusters.process import OwnedProcess, Probe, start_on_free_ports
 from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.listeners import Implementation
@@ -58,6 +63,43 @@ def upstream_command(binary: Path) -> ListenerCommand:
         ]
 
     return argv
+
+
+@dataclass(frozen=True)
+class ListenerTls:
+    """Serving certificate and key, and the CA of the gateway's client certificates."""
+
+    cert: Path
+    key: Path
+    gateway_ca: Path
+
+
+def ours_command(tls: ListenerTls | None = None) -> ListenerCommand:
+    """Our ``watcher-listener`` (next to this interpreter, else from ``PATH``): with ``tls``
+    it serves mTLS and believes XFCC only from a gateway certificate of that CA (the CLI's
+    default gateway name ``kcp-gateway``); without, plain HTTP believing any XFCC, as the
+    environment's in-process listeners do when the mesh is off. ``/metrics`` is served on
+    the event port."""
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    executable = shutil.which("watcher-listener", path=search)
+    if executable is None:
+        raise ListenerProcessError("watcher-listener not found; install the project")
+
+    def argv(component: str, port: int, metrics_port: int) -> list[str]:
+        words = [executable, "--component", component, "--host", ports.LOOPBACK]
+        words += ["--port", str(port)]
+        if tls is None:
+            return [*words, "--insecure-trust-any-xfcc"]
+        words += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+        return [*words, "--gateway-ca", str(tls.gateway_ca)]
+
+    return argv
+
+
+def without_listener_settings(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without ``WATCHER_LISTENER_*``: settings that would change our listener's
+    mode behind the flags :func:`ours_command` gives it."""
+    return {k: v for k, v in env.items() if not k.startswith("WATCHER_LISTENER_")}
 
 
 def template_command(words: Sequence[str]) -> ListenerCommand:
@@ -89,15 +131,22 @@ class ListenerProcess(Service):
         log_path: Path,
         implementation: Implementation = "upstream",
         metrics_on_own_port: bool = True,
+        serves_tls: bool = False,
+        env: Mapping[str, str] | None = None,
         ready_timeout: float = 20.0,
         stop_timeout: float = 10.0,
     ) -> None:
+        """``serves_tls``: the command serves mTLS (ours behind the mesh), so it is ready
+        once its port accepts connections (a GET needs the gateway's certificate) and its
+        metrics are not read; ``env``: the command's environment (None: this process's)."""
         self.component = component
         self.implementation: Implementation = implementation
         self._callback = callback
         self._command = command
         self._metrics_on_own_port = metrics_on_own_port
         """False: ``/metrics`` is served on the event port (ours), not ``{metrics_port}``."""
+        self._serves_tls = serves_tls
+        self._env = env
         self.log_path = log_path
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
@@ -125,7 +174,8 @@ class ListenerProcess(Service):
 
     @property
     def url(self) -> str:
-        return f"http://{ports.LOOPBACK}:{self.port}"
+        scheme = "https" if self._serves_tls else "http"
+        return f"{scheme}://{ports.LOOPBACK}:{self.port}"
 
     @property
     def event_url(self) -> str:
@@ -160,15 +210,14 @@ class ListenerProcess(Service):
     async def _start_once(self) -> None:
         assert self._session is not None
         argv = self._command(self.component, self._port, self._metrics_port)
-        # A GET on the event path is answered 405 (upstream's and ours): it is served.
-        probe = probes.http_probe(self._session, self.event_url, lambda status, _: status == 405)
         process = OwnedProcess(
             f"{self.implementation}-listener-{self.component}",
             argv,
             log_path=self.log_path,
-            probe=probe,
+            probe=self._probe(self._session),
             ready_timeout=self._ready_timeout,
             stop_timeout=self._stop_timeout,
+            env=self._env,
             stdout_pipe=True,
         )
         await process.start()
@@ -181,6 +230,12 @@ class ListenerProcess(Service):
             raise
         self._process = process
         self._scraped.append([])
+
+    def _probe(self, session: aiohttp.ClientSession) -> Probe:
+        if self._serves_tls:
+            return probes.tcp_probe(ports.LOOPBACK, self._port)
+        # A GET on the event path is answered 405 (upstream's and ours): it is served.
+        return probes.http_probe(session, self.event_url, lambda status, _: status == 405)
 
     async def _read(self, process: OwnedProcess) -> None:
         """Every event line to the callback, in order, until the process closes stdout."""
@@ -251,7 +306,7 @@ class ListenerProcess(Service):
 
     async def _scrape(self) -> None:
         """Refresh the running incarnation's samples (kept when scraping fails)."""
-        if self._session is None or not self.running or not self._scraped:
+        if self._session is None or not self.running or not self._scraped or self._serves_tls:
             return
         port = self._metrics_port if self._metrics_on_own_port else self._port
         url = f"http://{ports.LOOPBACK}:{port}/metrics"

@@ -19,19 +19,17 @@ metrics``), so no port on the node needs to be reachable. Certificate rotation i
 refused (the mounted Secret reaches the pod only through the kubelet's sync, which the
 harness does not control).
 
-All Kubernetes calls go through :class:`ClusterCalls`; unit tests pass a fake.
+All Kubernetes calls go through :class:`~harness.skr.cluster_calls.ClusterCalls`; unit
+tests pass a fake.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Protocol
-
-from kubernetes_asyncio.client import ApiClient
+from typing import Any
 
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
@@ -39,15 +37,13 @@ from harness.kube import (
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeError,
-    NotFound,
     Obj,
     Resource,
-    merge_patch,
-    request,
 )
-from harness.manifests.apply import apply_object, resource_for
-from harness.skr.certs import CertificateOverride, issue_webhook_certificate
-from harness.skr.errors import SkrInstallError
+from harness.manifests.apply import resource_for
+from harness.skr.certs import CertificateOverride
+from harness.skr.cluster_calls import ApiCalls, ClusterCalls
+from harness.skr.errors import SkrInstallError, as_install_error
 from harness.skr.install import SkrInstallation
 from harness.skr.metrics import parse_metrics
 from watcher import pki
@@ -67,7 +63,6 @@ from watcher.render.webhook_config import (
 )
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-PODS = Resource("", "v1", "pods", "Pod")
 VWCS = VALIDATING_WEBHOOK_CONFIGURATIONS
 VWC_KIND = VWCS.kind
 KEPT_KINDS = frozenset({"Namespace"})
@@ -80,80 +75,6 @@ ROTATION_REFUSED = (
     "in-cluster webhook: certificate rotation is not supported (the pod sees a new Secret "
     "only after the kubelet's sync); run rotation scenarios with WATCHER_HARNESS_WEBHOOK_MODE=host"
 )
-
-
-class ClusterCalls(Protocol):
-    """The Kubernetes operations the in-cluster installation needs (faked in unit tests)."""
-
-    async def apply(self, obj: Mapping[str, Any]) -> Obj: ...
-
-    async def get(self, resource: Resource, name: str, namespace: str | None) -> Obj | None: ...
-
-    async def delete(self, resource: Resource, name: str, namespace: str | None) -> None:
-        """Delete; a missing object is no error."""
-        ...
-
-    async def patch(
-        self, resource: Resource, name: str, namespace: str | None, body: Mapping[str, Any]
-    ) -> Obj: ...
-
-    async def delete_pods(self, namespace: str, selector: str) -> None:
-        """Delete the matching pods at once (grace period 0)."""
-        ...
-
-    async def get_text(self, path: str) -> str: ...
-
-
-class ApiCalls:
-    """:class:`ClusterCalls` on a real API server."""
-
-    def __init__(self, api: ApiClient) -> None:
-        self.api = api
-
-    async def apply(self, obj: Mapping[str, Any]) -> Obj:
-        return await apply_object(self.api, obj)
-
-    async def get(self, resource: Resource, name: str, namespace: str | None) -> Obj | None:
-        try:
-            return await request(self.api, "GET", resource.path(namespace, name))
-        except NotFound:
-            return None
-
-    async def delete(self, resource: Resource, name: str, namespace: str | None) -> None:
-        with contextlib.suppress(NotFound):
-            await request(self.api, "DELETE", resource.path(namespace, name))
-
-    async def patch(
-        self, resource: Resource, name: str, namespace: str | None, body: Mapping[str, Any]
-    ) -> Obj:
-        return await merge_patch(self.api, resource, name, namespace, body)
-
-    async def delete_pods(self, namespace: str, selector: str) -> None:
-        await request(
-            self.api,
-            "DELETE",
-            PODS.path(namespace),
-            query=[("labelSelector", selector), ("gracePeriodSeconds", "0")],
-        )
-
-    async def get_text(self, path: str) -> str:
-        try:
-            response = await self.api.call_api(
-                path,
-                "GET",
-                header_params={"Accept": "text/plain"},
-                auth_settings=["BearerToken"],
-                _return_http_data_only=True,
-                _preload_content=False,
-            )
-            body = await response.read()
-            status = int(response.status)
-        except (OSError, TimeoutError) as exc:
-            raise KubeError(f"GET {path} failed: {exc!r}") from exc
-        text = bytes(body).decode("utf-8", "replace")
-        if status != 200:
-            raise KubeError(f"GET {path}: {status} {text[:200]!r}", status=status)
-        return text
 
 
 def available(deployment: Mapping[str, Any] | None, replicas: int = 1) -> bool:
@@ -266,7 +187,7 @@ class InClusterSkrInstallation(SkrInstallation):
         params = SkrManifestParams(
             image=self.image,
             kcp_addr=self.kcp_addr,
-            tls=pki.secret_data(self.leaf, self.ca_bundle_pem),
+            tls=self._secret_data(),
             namespace=self.namespace,
             contract=self.contract,
             network_policies=self.network_policies,
@@ -282,24 +203,15 @@ class InClusterSkrInstallation(SkrInstallation):
         if self._installed:
             raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
         async with AsyncExitStack() as stack:
-            if self._leaf is None:
-                self._leaf = await asyncio.to_thread(
-                    issue_webhook_certificate,
-                    self.ca,
-                    self.runtime_id,
-                    self.skr_domain,
-                    self.certificate,
-                )
+            await self._issue_leaf()
             if self._calls is None:
                 api = await stack.enter_async_context(self.cluster.api_client())
                 self._calls = ApiCalls(api)
                 stack.callback(setattr, self, "_calls", None)
             stack.push_async_callback(self._delete_applied)
             for obj in self.manifests():
-                try:
+                with as_install_error(self.cluster.name):
                     await self.calls.apply(obj)
-                except KubeError as exc:
-                    raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
                 self._applied.append(obj)
             self._replicas = 1
             await self.wait_available()
@@ -307,10 +219,8 @@ class InClusterSkrInstallation(SkrInstallation):
             self._stack = stack.pop_all()
 
     async def uninstall(self) -> None:
-        stack, self._stack = self._stack, None
         self._installed = False
-        if stack is not None:
-            await stack.aclose()
+        await super().uninstall()
 
     async def _delete_applied(self) -> None:
         """The webhook configuration first (no calls into a vanishing webhook), then the
@@ -366,10 +276,8 @@ class InClusterSkrInstallation(SkrInstallation):
             if body is None:
                 await self.calls.delete(VWCS, CONFIGURATION_NAME, None)
             else:
-                try:
+                with as_install_error(self.cluster.name):
                     await self.calls.apply(body)
-                except KubeError as exc:
-                    raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
 
     async def repair(
         self,
@@ -383,40 +291,38 @@ class InClusterSkrInstallation(SkrInstallation):
         only after the kubelet's sync."""
         async with self._lock:
             restored = []
-            renewed = False
-            if certificate is not None:
-                leaf, bundle = certificate
-                if leaf.cert_pem != self.leaf.cert_pem or bundle != self._ca_bundle_pem:
-                    self._leaf = leaf
-                    self._set_bundle(bundle)
-                    secret = next(o for o in self.manifests() if o.get("kind") == "Secret")
-                    self._applied = [
-                        secret if o.get("kind") == "Secret" else o for o in self._applied
-                    ]
-                    renewed = True
-                    restored.append("certificate")
+            renewed = self._renewed_leaf(certificate)
+            if renewed is not None:
+                self._leaf = renewed
+                secret = next(o for o in self.manifests() if o.get("kind") == "Secret")
+                self._applied = [secret if o.get("kind") == "Secret" else o for o in self._applied]
+                restored.append("certificate")
             if watchers is not None:  # read under the lock: the newest set wins
                 self._watchers = tuple(watchers())
-            wanted = [o for o in self._applied if o.get("kind") == "Secret"]
-            body = self.render(self._watchers)
-            if body is not None:
-                wanted.append(body)
-            for obj in wanted:
-                meta = obj["metadata"]
-                resource = VWCS if obj["kind"] == VWC_KIND else SECRETS
-                if await self.calls.get(resource, meta["name"], meta.get("namespace")) is None:
-                    restored.append(f"{obj['kind']} {meta['name']}")
-                try:
-                    await self.calls.apply(obj)
-                except KubeError as exc:
-                    raise SkrInstallError(f"SKR {self.cluster.name}: {exc}") from None
-            if renewed:
+            restored += await self._apply_again()
+            if renewed is not None:
                 serial = format(self.leaf.certificate.serial_number, "x")
                 template = {"metadata": {"annotations": {RESTART_ANNOTATION: serial}}}
                 await self.calls.patch(
                     DEPLOYMENTS, NAME, self.namespace, {"spec": {"template": template}}
                 )
             return tuple(restored)
+
+    async def _apply_again(self) -> list[str]:
+        """The Secret and ``skr-webhook`` (if any Watcher) applied; those that were missing."""
+        wanted = [o for o in self._applied if o.get("kind") == "Secret"]
+        body = self.render(self._watchers)
+        if body is not None:
+            wanted.append(body)
+        missing = []
+        for obj in wanted:
+            meta = obj["metadata"]
+            resource = VWCS if obj["kind"] == VWC_KIND else SECRETS
+            if await self.calls.get(resource, meta["name"], meta.get("namespace")) is None:
+                missing.append(f"{obj['kind']} {meta['name']}")
+            with as_install_error(self.cluster.name):
+                await self.calls.apply(obj)
+        return missing
 
     async def remove(self) -> None:
         """Delete ``skr-webhook`` and the Secret from the SKR (the Kyma is gone)."""

@@ -14,43 +14,37 @@ stops the process and deletes the directory — in reverse order of creation, al
 entering failed half-way.
 
 The namespace ``kyma-system`` is left in place: a local cluster has no namespace
-controller, so a deleted namespace would stay ``Terminating`` forever.
+controller, so a deleted namespace would stay ``Terminating`` forever. What it shares with
+the in-cluster mode is in :mod:`harness.skr.base`, the objects and how they are written in
+:mod:`harness.skr.objects`, the look at the served certificate in :mod:`harness.skr.serving`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import shutil
-import ssl
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
-
-from cryptography.hazmat.primitives import serialization
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client import ApiClient
+from typing import Any
 
 from harness.clusters import ports
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
 from harness.clusters.selection import WebhookIsolation
-from harness.kube import SECRETS, VALIDATING_WEBHOOK_CONFIGURATIONS, get
 from harness.matching.objects import match_object
-from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
+from harness.skr import serving
+from harness.skr.base import SkrInstallationBase
+from harness.skr.certs import CertificateOverride
 from harness.skr.errors import SkrInstallError
-from harness.skr.metrics import value
 from harness.skr.objects import (
     NAMESPACE,
     SECRET_NAME,
+    SkrObjects,
     bind_address,
-    create_or_replace,
     delivery_is_async,
-    is_status,
     render_skr_configuration,
     secret_manifest,
 )
@@ -58,18 +52,11 @@ from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess
 from watcher import pki
 from watcher.model import Contract
 from watcher.render.watcher_cr import Watcher
-from watcher.render.webhook_config import (
-    CONFIGURATION_NAME,
-    FailurePolicy,
-)
+from watcher.render.webhook_config import CONFIGURATION_NAME, FailurePolicy
 from watcher.webhook.settings import DeliveryMode
 
-HANDSHAKE_TIMEOUT = 3.0
-"""Seconds one look at the webhook's certificate may take: a peer that accepted and then
-says nothing (a process starting or stopping) is asked again, not waited on."""
 
-
-class SkrInstallation:
+class SkrInstallation(SkrInstallationBase):
     """The watcher in one SKR: ``async with SkrInstallation(cluster, ...) as skr:``."""
 
     def __init__(
@@ -111,15 +98,17 @@ class SkrInstallation:
         binds (default: see :func:`bind_address`); ``command``: bring your own webhook
         (any program taking upstream's environment contract, run instead of ours, in a
         network namespace of its own unless ``isolation`` is ``none``)."""
-        self.cluster = cluster
-        self.runtime_id = runtime_id
-        self.skr_domain = skr_domain
-        self.ca = ca
-        self.certificate = certificate
-        self.failure_policy: FailurePolicy = failure_policy
-        self.timeout_seconds = timeout_seconds
-        self._ca_bundle_pem = ca_bundle_pem
-        self._serving_bundle_pem = serving_ca_bundle(ca_bundle_pem, certificate)
+        super().__init__(
+            cluster,
+            runtime_id=runtime_id,
+            skr_domain=skr_domain,
+            ca=ca,
+            ca_bundle_pem=ca_bundle_pem,
+            certificate=certificate,
+            failure_policy=failure_policy,
+            timeout_seconds=timeout_seconds,
+            leaf=leaf,
+        )
         self.host_address = host_address
         self._config = WebhookConfig(
             bind_host=bind_host or bind_address(host_address),
@@ -135,14 +124,10 @@ class SkrInstallation:
         self._ready_timeout = ready_timeout
         self._spool = spool
         self._directory: Path | None = None
-        self._leaf: pki.Issued | None = leaf
         self._webhook: WebhookProcess | None = None
-        self._api: ApiClient | None = None
-        self._stack: AsyncExitStack | None = None
-        self._watchers: tuple[Watcher, ...] = ()
+        self._objects: SkrObjects | None = None
         self._vwc_applied = False
         self._attached = attached
-        self._lock = asyncio.Lock()
 
     # -- facts ------------------------------------------------------------------------
 
@@ -156,23 +141,6 @@ class SkrInstallation:
     @property
     def tls(self) -> TlsPaths:
         return TlsPaths(self.directory / "tls")
-
-    @property
-    def leaf(self) -> pki.Issued:
-        """The runtime certificate the webhook serves and presents to KCP."""
-        if self._leaf is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._leaf
-
-    @property
-    def ca_bundle_pem(self) -> bytes:
-        """The KCP CA bundle the webhook trusts (``ca.crt``)."""
-        return self._ca_bundle_pem
-
-    @property
-    def serving_ca_bundle_pem(self) -> bytes:
-        """The ``caBundle`` of the rendered webhooks: what signed the serving certificate."""
-        return self._serving_bundle_pem
 
     @property
     def webhook(self) -> WebhookProcess:
@@ -212,28 +180,12 @@ class SkrInstallation:
         return self.webhook.pid
 
     @property
-    def watchers(self) -> tuple[Watcher, ...]:
-        """The Watchers last applied."""
-        return self._watchers
-
-    def _api_client(self) -> ApiClient:
-        if self._api is None:
+    def _skr(self) -> SkrObjects:
+        if self._objects is None:
             raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._api
+        return self._objects
 
     # -- install / uninstall ----------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        await self.install()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.uninstall()
 
     async def install(self) -> None:
         """Certificate → files → namespace and Secret → webhook process; rolled back on error."""
@@ -244,23 +196,14 @@ class SkrInstallation:
             stack.callback(shutil.rmtree, directory, ignore_errors=True)
             self._directory = directory
             self.tls.directory.mkdir(mode=0o700)
-            if self._leaf is None:
-                self._leaf = await asyncio.to_thread(
-                    issue_webhook_certificate,
-                    self.ca,
-                    self.runtime_id,
-                    self.skr_domain,
-                    self.certificate,
-                    host_address=self.host_address,
-                )
-            pki.write_secret_files(
-                self.tls.directory, pki.secret_data(self._leaf, self._ca_bundle_pem)
-            )
-            self._api = await stack.enter_async_context(self.cluster.api_client())
-            await self._ensure_namespace()
-            stack.push_async_callback(self._delete_secret)
+            await self._issue_leaf(host_address=self.host_address)
+            pki.write_secret_files(self.tls.directory, self._secret_data())
+            api = await stack.enter_async_context(self.cluster.api_client())
+            self._objects = SkrObjects(api, self.cluster.name)
+            await self._skr.ensure_namespace()
+            stack.push_async_callback(self._skr.delete_secret)
             if self._attached:  # else the Kyma's first reconcile puts it (repair)
-                await self._put_secret()
+                await self._skr.put_secret(self._secret_data())
             log_dir = self._log_dir or directory
             config = self._config
             if self._spool and delivery_is_async(config) and not config.command:
@@ -279,62 +222,17 @@ class SkrInstallation:
 
     async def uninstall(self) -> None:
         """Delete the VWC and the Secret, stop the webhook, remove the owned directory."""
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
-        self._api = None
+        await super().uninstall()
+        self._objects = None
 
     # -- Kubernetes objects -----------------------------------------------------------
 
-    async def _ensure_namespace(self) -> None:
-        core: Any = client.CoreV1Api(self._api_client())
-        try:
-            await core.create_namespace({"metadata": {"name": NAMESPACE}})
-        except client.ApiException as e:
-            if not is_status(e, 409):
-                raise SkrInstallError(
-                    f"SKR {self.cluster.name}: cannot create namespace {NAMESPACE}: "
-                    f"{e.status} {e.reason}"
-                ) from e
-
-    async def _put_secret(self) -> None:
-        core: Any = client.CoreV1Api(self._api_client())
-        body = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
-        await create_or_replace(
-            f"Secret {NAMESPACE}/{SECRET_NAME} in SKR {self.cluster.name}",
-            body,
-            create=lambda b: core.create_namespaced_secret(NAMESPACE, b),
-            read=lambda: core.read_namespaced_secret(SECRET_NAME, NAMESPACE),
-            replace=lambda b: core.replace_namespaced_secret(SECRET_NAME, NAMESPACE, b),
-        )
-
-    async def _delete_secret(self) -> None:
-        core: Any = client.CoreV1Api(self._api_client())
-        try:
-            await core.delete_namespaced_secret(SECRET_NAME, NAMESPACE)
-        except client.ApiException as e:
-            if not is_status(e, 404):
-                raise
-
     async def _delete_configuration(self) -> None:
-        admission: Any = client.AdmissionregistrationV1Api(self._api_client())
-        try:
-            await admission.delete_validating_webhook_configuration(CONFIGURATION_NAME)
-        except client.ApiException as e:
-            if not is_status(e, 404):
-                raise
+        await self._skr.delete_configuration()
         self._vwc_applied = False
 
     async def _put_configuration(self, body: dict[str, Any]) -> None:
-        admission: Any = client.AdmissionregistrationV1Api(self._api_client())
-        name = CONFIGURATION_NAME
-        await create_or_replace(
-            f"ValidatingWebhookConfiguration {name} in SKR {self.cluster.name}",
-            body,
-            create=admission.create_validating_webhook_configuration,
-            read=lambda: admission.read_validating_webhook_configuration(name),
-            replace=lambda b: admission.replace_validating_webhook_configuration(name, b),
-        )
+        await self._skr.put_configuration(body)
         self._vwc_applied = True
 
     def render(self, watchers: Sequence[Watcher]) -> dict[str, Any] | None:
@@ -378,44 +276,46 @@ class SkrInstallation:
         Returns what it changed."""
         async with self._lock:
             self._attached = True
-            api = self._api_client()
             changed = []
-            new_leaf = None
-            if certificate is not None:
-                leaf, bundle = certificate
-                if leaf.cert_pem != self.leaf.cert_pem or bundle != self._ca_bundle_pem:
-                    new_leaf = leaf
-                    self._set_bundle(bundle)
-                    changed.append(f"certificate ({leaf.certificate.issuer.rfc4514_string()})")
+            new_leaf = self._renewed_leaf(certificate)
+            if new_leaf is not None:
+                changed.append(f"certificate ({new_leaf.certificate.issuer.rfc4514_string()})")
             if watchers is not None:  # read under the lock: the newest set wins
                 self._watchers = tuple(watchers())
                 self._vwc_applied = True
-            wanted = self.render(self._watchers) if self._vwc_applied else None
-            current, secret = await asyncio.gather(
-                get(api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME),
-                get(api, SECRETS, SECRET_NAME, NAMESPACE),
-            )
-            if wanted is None:
-                if current is not None and self._vwc_applied:
-                    await self._delete_configuration()
-                    changed.append(f"ValidatingWebhookConfiguration {CONFIGURATION_NAME} deleted")
-            elif current is None or not match_object({"webhooks": wanted["webhooks"]}, current).ok:
-                await self._put_configuration(wanted)
-                changed.append(f"ValidatingWebhookConfiguration {CONFIGURATION_NAME}")
+            current, secret = await self._skr.stored()
+            changed += await self._repair_configuration(current)
             if new_leaf is not None:
-                data = pki.secret_data(new_leaf, self._ca_bundle_pem)
-                await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
-                self._leaf = new_leaf
-                if self._config.command and self.running:
-                    # Upstream's webhook reads its serving certificate once at start; KLM
-                    # restarts the pod (label pod-restart-trigger). Ours reloads files.
-                    await self.webhook.restart()
-                    changed.append("webhook restarted")
-            wanted_secret = secret_manifest(pki.secret_data(self.leaf, self._ca_bundle_pem))
-            if secret is None or secret.get("data") != wanted_secret["data"]:
-                await self._put_secret()
+                changed += await self._load_leaf(new_leaf)
+            if secret is None or secret.get("data") != secret_manifest(self._secret_data())["data"]:
+                await self._skr.put_secret(self._secret_data())
                 changed.append(f"Secret {NAMESPACE}/{SECRET_NAME}")
             return tuple(changed)
+
+    async def _repair_configuration(self, current: dict[str, Any] | None) -> list[str]:
+        """``skr-webhook`` as rendered now, put back when lost or altered."""
+        wanted = self.render(self._watchers) if self._vwc_applied else None
+        if wanted is None:
+            if current is None or not self._vwc_applied:
+                return []
+            await self._delete_configuration()
+            return [f"ValidatingWebhookConfiguration {CONFIGURATION_NAME} deleted"]
+        if current is not None and match_object({"webhooks": wanted["webhooks"]}, current).ok:
+            return []
+        await self._put_configuration(wanted)
+        return [f"ValidatingWebhookConfiguration {CONFIGURATION_NAME}"]
+
+    async def _load_leaf(self, leaf: pki.Issued) -> list[str]:
+        """The webhook's files hold ``leaf`` (ours reloads them; a command is restarted)."""
+        data = pki.secret_data(leaf, self._ca_bundle_pem)
+        await asyncio.to_thread(pki.write_secret_files, self.tls.directory, data)
+        self._leaf = leaf
+        if not (self._config.command and self.running):
+            return []
+        # Upstream's webhook reads its serving certificate once at start; KLM restarts the
+        # pod (label pod-restart-trigger). Ours reloads files.
+        await self.webhook.restart()
+        return ["webhook restarted"]
 
     async def remove(self) -> None:
         """Delete ``skr-webhook`` and the Secret from the SKR (the Kyma is gone); the
@@ -423,12 +323,7 @@ class SkrInstallation:
         async with self._lock:
             self._attached = False
             await self._delete_configuration()
-            await self._delete_secret()
-
-    def _set_bundle(self, bundle: bytes) -> None:
-        self._ca_bundle_pem = bundle
-        if self.certificate.ca is None:
-            self._serving_bundle_pem = bundle
+            await self._skr.delete_secret()
 
     # -- rotation ---------------------------------------------------------------------
 
@@ -442,47 +337,21 @@ class SkrInstallation:
 
     async def served_certificate(self) -> bytes:
         """The DER certificate the webhook presents right now (one TLS handshake)."""
-        context = ssl.create_default_context(cadata=self._serving_bundle_pem.decode("ascii"))
-        context.check_hostname = False  # we compare the certificate itself
-        context.verify_mode = ssl.CERT_NONE  # expired/foreign overrides must be readable too
         bound = self._config.bind_host
-        host = ports.LOOPBACK if bound == "0.0.0.0" else bound
-        async with asyncio.timeout(HANDSHAKE_TIMEOUT):
-            _, writer = await asyncio.open_connection(
-                host, self.webhook_port, ssl=context, server_hostname=host
-            )
-        try:
-            ssl_object = writer.get_extra_info("ssl_object")
-            der = ssl_object.getpeercert(binary_form=True) if ssl_object else None
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError, ssl.SSLError):
-                await writer.wait_closed()
-        if not der:
-            raise SkrInstallError(f"SKR {self.cluster.name}: webhook presented no certificate")
-        return bytes(der)
+        name, bundle = self.cluster.name, self._serving_bundle_pem
+        return await serving.served_certificate(name, bound, self.webhook_port, bundle)
 
     async def wait_serving(self, leaf: pki.Issued, *, within: float = 10.0) -> float:
         """Poll until the webhook serves ``leaf`` (after :meth:`rotate`); seconds it took."""
-        wanted = leaf.certificate.public_bytes(serialization.Encoding.DER)
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        last = "no handshake yet"
-        while True:
-            try:
-                if await self.served_certificate() == wanted:
-                    return loop.time() - started
-                last = "an older certificate"
-            except TimeoutError:
-                last = f"no TLS answer within {HANDSHAKE_TIMEOUT:g} s"
-            except (OSError, ssl.SSLError) as e:
-                last = f"{type(e).__name__}: {e}"
-            if loop.time() - started > within:
-                raise SkrInstallError(
-                    f"SKR {self.cluster.name}: webhook still serves {last} after {within:g} s; "
-                    f"log: {self.webhook.log_path}"
-                )
-            await asyncio.sleep(0.05)  # polling a condition, not guessing readiness
+        return await serving.wait_serving(
+            self.cluster.name,
+            self._config.bind_host,
+            self.webhook_port,
+            self._serving_bundle_pem,
+            leaf,
+            within=within,
+            log_path=self.webhook.log_path,
+        )
 
     # -- fault injection and metrics --------------------------------------------------
 
@@ -503,9 +372,4 @@ class SkrInstallation:
         await self.webhook.restart()
 
     async def metrics(self) -> dict[str, float]:
-        """The webhook's metrics as ``{name{labels}: value}``."""
         return await self.webhook.scrape()
-
-    async def metric(self, name: str, **labels: str) -> float:
-        """One sample (0.0 if absent)."""
-        return value(await self.metrics(), name, **labels)

@@ -11,10 +11,11 @@ nothing but its own loopback and bridges exactly three TCP paths through Unix so
     TCP <metrics>   ──▶ port-1.sock ──▶ TCP 127.0.0.1:<METRICS_PORT>
     TCP <gateway>   ◀── kcp.sock    ◀── TCP 127.0.0.1:<port of KCP_ADDR>
 
-Bytes pass unchanged (TLS end to end), so the API server, the harness's probes and the
-gateway see the command as if it listened on ``<admission>`` itself, and the command
-reaches the gateway at ``KCP_ADDR=127.0.0.1:<gateway port>`` — an address whose
-certificate SAN (``127.0.0.1``) the gateway's serving certificate carries.
+Bytes pass unchanged (TLS end to end; :mod:`harness.skr.bridge` copies them), so the API
+server, the harness's probes and the gateway see the command as if it listened on
+``<admission>`` itself, and the command reaches the gateway at ``KCP_ADDR=127.0.0.1:<gateway
+port>`` — an address whose certificate SAN (``127.0.0.1``) the gateway's serving
+certificate carries.
 
 ``--publish HOST:PORT:TARGET`` (repeatable) serves ``HOST:PORT`` on this host and bridges
 it to ``127.0.0.1:TARGET`` inside — a container port reachable on a host port, for any
@@ -48,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import ctypes
 import fcntl
 import ipaddress
@@ -59,16 +59,16 @@ import socket
 import struct
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.aio import stop_tasks
+from harness.clusters.ports import LOOPBACK
+from harness.skr.bridge import Bridges, tcp_opener, unix_opener
 
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 EXIT_NO_NAMESPACE = 3
-LOOPBACK = "127.0.0.1"
 PROG = "python -m harness.skr.isolate"
 
 
@@ -122,90 +122,6 @@ def enter_own_network() -> None:
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
 
 
-# -- byte bridging ----------------------------------------------------------------------
-
-Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-Opener = Callable[[], Awaitable[Streams]]
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-LINGER = 0.5
-"""Seconds the client may go on sending after the far side finished (socat's ``-t``).
-While the command starts, the namespace side accepts a connection and closes it at once
-(nothing listens yet): a client in a TLS handshake may not take the half-close as the
-end, so after this the bridge closes the client's connection outright."""
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except (ConnectionError, OSError):
-        pass
-
-
-class Bridges:
-    """The connections being bridged, so that stopping cancels and awaits them instead of
-    leaving them to the interpreter's exit ("Task was destroyed but it is pending")."""
-
-    def __init__(self) -> None:
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def handler(self, opener: Opener) -> Handler:
-        """A connection handler that opens the far side with ``opener`` and copies both
-        ways; the client's connection is closed at once when the far side cannot be
-        reached, and :data:`LINGER` seconds after the far side finished."""
-
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            task = asyncio.current_task()
-            if task is not None:
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            try:
-                far_reader, far_writer = await opener()
-            except OSError:
-                writer.close()
-                return
-            try:
-                await _copy_both_ways((reader, writer), (far_reader, far_writer))
-            finally:
-                for w in (writer, far_writer):
-                    w.close()
-                    with contextlib.suppress(OSError, ConnectionError):
-                        await w.wait_closed()
-
-        return handle
-
-    async def close(self) -> None:
-        await stop_tasks(list(self._tasks))
-
-
-async def _copy_both_ways(client: Streams, far: Streams) -> None:
-    """Until the far side finished (then :data:`LINGER` more for the client) or both did."""
-    outward = asyncio.create_task(_pipe(client[0], far[1]))
-    back = asyncio.create_task(_pipe(far[0], client[1]))
-    try:
-        await back
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(LINGER):
-                await asyncio.shield(outward)
-    finally:
-        await stop_tasks((outward, back))
-
-
-def _tcp(address: tuple[str, int]) -> Opener:
-    return lambda: asyncio.open_connection(*address)
-
-
-def _unix(path: Path) -> Opener:
-    return lambda: asyncio.open_unix_connection(str(path))
-
-
-# -- the two sides ----------------------------------------------------------------------
-
-
 async def _serve_until(
     servers: Sequence[asyncio.Server], bridges: Bridges, finished: Awaitable[int]
 ) -> int:
@@ -242,11 +158,11 @@ async def _host_side(
     """This host's network: the published ports into the namespace, the KCP out of it."""
     bridges = Bridges()
     servers = [
-        await asyncio.start_server(bridges.handler(_unix(_port_socket(run, i))), sock=sock)
+        await asyncio.start_server(bridges.handler(unix_opener(_port_socket(run, i))), sock=sock)
         for i, sock in enumerate(published)
     ]
     if kcp is not None and kcp_address is not None:
-        to_kcp = bridges.handler(_tcp(kcp_address))
+        to_kcp = bridges.handler(tcp_opener(kcp_address))
         servers.append(await asyncio.start_unix_server(to_kcp, sock=kcp))
     finished = asyncio.get_running_loop().run_in_executor(None, _wait_status, child)
     return await _serve_until(servers, bridges, finished)
@@ -281,14 +197,14 @@ async def _namespace_side(
     bridges = Bridges()
     servers = [
         await asyncio.start_unix_server(
-            bridges.handler(_tcp((LOOPBACK, target))), path=str(_port_socket(run, i))
+            bridges.handler(tcp_opener((LOOPBACK, target))), path=str(_port_socket(run, i))
         )
         for i, target in enumerate(targets)
     ]
     env = dict(os.environ)
     env.pop("KCP_ADDR", None)
     if kcp is not None:
-        to_host = bridges.handler(_unix(run / "kcp.sock"))
+        to_host = bridges.handler(unix_opener(run / "kcp.sock"))
         failure: OSError | None = None
         for host in kcp.hosts:
             try:

@@ -1,26 +1,42 @@
 """The Kubernetes objects a host-run SKR install writes, and how it writes them.
 
 Pure renderers (the TLS Secret, ``skr-webhook`` with a URL client config), the bind rule
-for a host address, and a create-or-replace that survives conflicts. Split from
-:mod:`harness.skr.install` so that module is only the lifecycle of one installation.
+for a host address, and :class:`SkrObjects`, which writes them (through
+:mod:`harness.kube`). Split from :mod:`harness.skr.install` so that module is only the
+lifecycle of one installation.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters import ports
-from harness.skr.errors import SkrInstallError
+from harness.kube import (
+    SECRETS,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    Obj,
+    create_or_replace,
+    delete,
+    ensure_namespace,
+    get,
+)
+from harness.skr.errors import as_install_error
 from harness.skr.webhook import WebhookConfig
 from watcher.domain import SKR_NAMESPACE
 from watcher.render.skr_bundle import TLS_SECRET
 from watcher.render.watcher_cr import Watcher
-from watcher.render.webhook_config import FailurePolicy, UrlTarget, render_webhook_configuration
+from watcher.render.webhook_config import (
+    CONFIGURATION_NAME,
+    FailurePolicy,
+    UrlTarget,
+    render_webhook_configuration,
+)
 
 NAMESPACE = SKR_NAMESPACE
 SECRET_NAME = TLS_SECRET
@@ -75,49 +91,38 @@ def delivery_is_async(config: WebhookConfig) -> bool:
     return config.extra_env.get("WATCHER_DELIVERY_MODE", config.delivery_mode) == "async"
 
 
-def is_status(e: client.ApiException, *codes: int) -> bool:
-    """Whether the API answered one of ``codes`` (e.g. 404 on delete: already gone)."""
-    return e.status in codes
+class SkrObjects:
+    """The namespace, the TLS Secret and ``skr-webhook`` in SKR ``skr``, written through
+    ``api`` (replaced whole, so a field someone else added does not survive); an API error
+    becomes an :class:`SkrInstallError` naming the SKR."""
 
+    def __init__(self, api: ApiClient, skr: str) -> None:
+        self.api = api
+        self.skr = skr
 
-REPLACE_ATTEMPTS = 5
+    async def ensure_namespace(self) -> None:
+        with as_install_error(self.skr):
+            await ensure_namespace(self.api, NAMESPACE)
 
+    async def stored(self) -> tuple[Obj | None, Obj | None]:
+        """``skr-webhook`` and the Secret as the SKR has them (None: missing)."""
+        return await asyncio.gather(
+            get(self.api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME),
+            get(self.api, SECRETS, SECRET_NAME, NAMESPACE),
+        )
 
-async def create_or_replace(
-    what: str,
-    body: dict[str, Any],
-    *,
-    create: Callable[[dict[str, Any]], Awaitable[Any]],
-    read: Callable[[], Awaitable[Any]],
-    replace: Callable[[dict[str, Any]], Awaitable[Any]],
-) -> None:
-    """Create ``body``; if it exists, replace it at its current resourceVersion (some kinds,
-    like webhook configurations, refuse unconditional updates), retrying on conflicts."""
-    for _ in range(REPLACE_ATTEMPTS):
-        try:
-            await create(body)
-            return
-        except client.ApiException as e:
-            if not is_status(e, 409):
-                raise SkrInstallError(
-                    f"cannot create {what}: {e.status} {e.reason}: {e.body!r}"
-                ) from e
-        try:
-            current = await read()
-        except client.ApiException as e:
-            if is_status(e, 404):
-                continue  # deleted in between: create again
-            raise SkrInstallError(f"cannot read {what}: {e.status} {e.reason}") from e
-        update = {
-            **body,
-            "metadata": {**body["metadata"], "resourceVersion": current.metadata.resource_version},
-        }
-        try:
-            await replace(update)
-            return
-        except client.ApiException as e:
-            if not is_status(e, 409, 404):
-                raise SkrInstallError(
-                    f"cannot replace {what}: {e.status} {e.reason}: {e.body!r}"
-                ) from e
-    raise SkrInstallError(f"cannot create or replace {what}: {REPLACE_ATTEMPTS} conflicts in a row")
+    async def put_secret(self, data: dict[str, bytes]) -> None:
+        with as_install_error(self.skr):
+            await create_or_replace(self.api, SECRETS, secret_manifest(data))
+
+    async def delete_secret(self) -> None:
+        with as_install_error(self.skr):
+            await delete(self.api, SECRETS, SECRET_NAME, NAMESPACE)
+
+    async def put_configuration(self, body: dict[str, Any]) -> None:
+        with as_install_error(self.skr):
+            await create_or_replace(self.api, VALIDATING_WEBHOOK_CONFIGURATIONS, body)
+
+    async def delete_configuration(self) -> None:
+        with as_install_error(self.skr):
+            await delete(self.api, VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION_NAME)

@@ -2,6 +2,8 @@
 oracle, with the memory and file descriptors of every watcher process sampled over time.
 
 ``model`` (pure: samples, windows, growth, pass/fail), ``sampler`` (reads ``/proc``),
-``external`` (a ``watcher-listener`` process behind the gateway), ``run`` (environment,
-churn, sampling, oracle), ``report`` and ``plot`` (pure writers), ``cli`` (``make soak``).
+``config`` (a run's knobs, churn and Watchers), ``run`` (environment, churn, sampling,
+oracle; the second manager's listener is a :class:`~harness.kcp.listener_process
+.ListenerProcess`), ``result`` (what a run found, as JSON), ``report`` and ``plot`` (pure
+writers), ``cli`` (``make soak``).
 """

@@ -17,10 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.soak.config import SoakConfig
 from harness.soak.model import Thresholds
 from harness.soak.plot import rss_fd_png
 from harness.soak.report import render_markdown
-from harness.soak.run import SoakConfig, SoakResult, run_soak, to_json
+from harness.soak.result import SoakResult, to_json
+from harness.soak.run import run_soak
 
 PLOT_NAME = "soak-rss.png"
 

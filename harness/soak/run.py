@@ -16,157 +16,42 @@ nothing after ``duration + 5 s``; the whole churn is cancelled after ``duration 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
-import platform
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.churn.plan import ChurnMix, ChurnSpec, make_plan
+from harness.churn.plan import make_plan
 from harness.churn.runner import ChurnRun, run_churn
-from harness.churn.truth import Rule, Truth, ground_truth
-from harness.environment import (
-    KCP_NAMESPACE,
-    EnvironmentSpec,
-    SkrSpec,
-    WatcherEnvironment,
-    watcher_environment,
-)
-from harness.environment.spec import SKR_KYMA_LABELS
+from harness.churn.truth import Truth, ground_truth
+from harness.environment import EnvironmentSpec, WatcherEnvironment, watcher_environment
 from harness.expect.match import MatchResult, ReceivedEvent, match_events
-from harness.kube import Resource, request
-from harness.report.stats import percentile
+from harness.kcp.listener_process import (
+    ListenerProcess,
+    ListenerTls,
+    ours_command,
+    without_listener_settings,
+)
+from harness.kube import CONFIG_MAPS, request
 from harness.runner.observe import received
 from harness.runner.session import LiveSession
-from harness.soak.external import ExternalListener, ListenerTls
-from harness.soak.model import (
-    Criterion,
-    Growth,
-    OracleCounts,
-    Sample,
-    Thresholds,
-    Windows,
-    achieved_rate,
-    decide,
-    growth,
-    passed,
+from harness.soak.config import (
+    CONFIG_MANAGER,
+    CONFIG_SERVICE,
+    SOAK_LABEL,
+    SoakConfig,
+    rules,
+    soak_watcher,
 )
+from harness.soak.model import Criterion, OracleCounts, achieved_rate, decide, growth
 from harness.soak.progress import SoakProgress
+from harness.soak.result import ProcessInfo, SoakResult, latency_summary, machine
 from harness.soak.sampler import Sampler, Target, command_name
-from watcher.domain import WATCHED_BY_LABEL
 from watcher.health.state import Policy, RuntimeHealth, State
-from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict
 
-SOAK_LABEL = "harness.kyma-project.io/soak"
-CONFIG_MANAGER = "config-manager"
-CONFIG_SERVICE = ("config-manager-events", KCP_NAMESPACE, 8084)
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 CHURN_SLACK = 5.0
 HARD_LIMIT_EXTRA = 120.0
-
-
-@dataclass(frozen=True)
-class SoakConfig:
-    """Knobs of one run; ``rate`` is writes per second over all SKRs together."""
-
-    duration: float = 600.0
-    rate: float = 50.0
-    skrs: int = 3
-    objects: int = 100
-    seed: int = 6
-    interval: float = 2.0
-    min_warmup: float = 60.0
-    settle: float = 30.0
-    health_interval: float | None = 10.0
-    """Watcher health's heartbeat interval during the soak (None: off); a runtime that
-    leaves Healthy under churn is a false alarm and fails the run."""
-    health_timeout: float = 2.0
-    log_dir: Path = Path("reports/soak/logs")
-    thresholds: Thresholds = field(default_factory=Thresholds)
-
-    @property
-    def windows(self) -> Windows:
-        return Windows.of(self.duration, min_warmup=self.min_warmup)
-
-    def checked_windows(self) -> Windows:
-        """:attr:`windows`, or ValueError before anything starts when a window would hold
-        fewer than two samples at the sampling ``interval``."""
-        windows = self.windows
-        if windows.first_end - windows.warmup < 2 * self.interval:
-            shortest = 20 * self.interval  # windows are a tenth of the run
-            raise ValueError(
-                f"a {self.duration:g} s run has {windows.first_end - windows.warmup:g} s "
-                f"windows, fewer than two samples at the {self.interval:g} s sampling period; "
-                f"run at least {shortest:g} s or sample more often (--interval)"
-            )
-        return windows
-
-    @property
-    def skr_specs(self) -> tuple[SkrSpec, ...]:
-        names = [f"skr-{chr(ord('a') + i)}" for i in range(self.skrs)]
-        return tuple(SkrSpec(n, f"runtime-{n}", f"{n}.kyma.example.com") for n in names)
-
-    def churn_spec(self) -> ChurnSpec:
-        watched = {WATCHED_BY_LABEL: SKR_KYMA_LABELS[WATCHED_BY_LABEL], SOAK_LABEL: "on"}
-        return ChurnSpec(
-            clusters=tuple(s.name for s in self.skr_specs),
-            kinds=("kymas", "configmaps"),
-            mix=ChurnMix(create=1, spec_update=3, status_update=1, label_flip=1, delete=1),
-            objects=self.objects,
-            rate=self.rate / self.skrs,
-            duration=self.duration,
-            seed=self.seed,
-            labels=watched,
-            flip_labels=watched,
-            name_prefix="soak",
-        )
-
-
-@dataclass(frozen=True)
-class ProcessInfo:
-    name: str
-    role: str
-    pid: int | None
-    command: str
-
-
-@dataclass(frozen=True)
-class SoakResult:
-    """Everything the report needs; ``criteria`` decide the exit code."""
-
-    config: SoakConfig
-    started_at: float
-    elapsed: float
-    achieved_rate: float
-    samples: tuple[Sample, ...]
-    processes: tuple[ProcessInfo, ...]
-    growths: tuple[Growth, ...]
-    oracle: OracleCounts
-    latency_ms: dict[str, float]
-    criteria: tuple[Criterion, ...]
-    findings: tuple[str, ...]
-    machine: dict[str, Any]
-    listener_hop: str = "plain HTTP"
-    """How the gateway reaches the listeners: ``mTLS`` (mesh CA) or ``plain HTTP``."""
-
-
-def soak_watcher() -> dict[str, Any]:
-    return watcher_dict(
-        "soak-configmaps",
-        namespace=KCP_NAMESPACE,
-        manager=CONFIG_MANAGER,
-        resource=("", "v1", "configmaps"),
-        field="spec",
-        labels_to_watch={SOAK_LABEL: "on"},
-        service=CONFIG_SERVICE,
-    )
-
-
-def rules() -> tuple[Rule, ...]:
-    return tuple(Rule.from_watcher(parse_watcher(w)) for w in (klm_watcher_dict(), soak_watcher()))
 
 
 async def wait_configmaps_wired(env: WatcherEnvironment, within: float = 30.0) -> None:
@@ -187,7 +72,7 @@ async def wait_configmaps_wired(env: WatcherEnvironment, within: float = 30.0) -
             before = await inst.metric("watcher_admission_request_total")
             while await inst.metric("watcher_admission_request_total") <= before:
                 await request(
-                    api, "POST", CONFIGMAPS.path("default"), query=[("dryRun", "All")], body=probe
+                    api, "POST", CONFIG_MAPS.path("default"), query=[("dryRun", "All")], body=probe
                 )
                 await asyncio.sleep(0.05)
 
@@ -195,16 +80,15 @@ async def wait_configmaps_wired(env: WatcherEnvironment, within: float = 30.0) -
 def listener_tls(env: WatcherEnvironment, component: str) -> ListenerTls | None:
     """The mesh certificates for a listener behind ``CONFIG_SERVICE``, if the environment
     runs the gateway → listener hop over mTLS (``env.mesh``), else None (plain HTTP)."""
-    mesh: Any = getattr(env, "mesh", None)
-    if mesh is None:
+    if env.mesh is None:
         return None
-    cert, key = mesh.issue_listener(component, CONFIG_SERVICE[:2])
-    return ListenerTls(Path(cert), Path(key), Path(mesh.ca_file))
+    cert, key = env.mesh.issue_listener(component, CONFIG_SERVICE[:2])
+    return ListenerTls(cert, key, env.mesh.ca_file)
 
 
-def targets(env: WatcherEnvironment, ext: ExternalListener) -> list[Target]:
+def targets(env: WatcherEnvironment, listener: ListenerProcess) -> list[Target]:
     out = [Target(f"webhook/{inst.cluster.name}", "watcher", _pid_of(inst)) for inst in env.fleet]
-    out.append(Target(f"listener/{CONFIG_MANAGER}", "watcher", lambda: ext.pid))
+    out.append(Target(f"listener/{CONFIG_MANAGER}", "watcher", lambda: listener.pid))
     out.append(Target("envoy", "watcher", lambda: env.gateway.pid))
     out.append(Target("harness (KLM listener in-process)", "info", os.getpid))
     return out
@@ -214,23 +98,37 @@ def _pid_of(inst: Any) -> Any:
     return lambda: inst.pid
 
 
-def all_received(env: WatcherEnvironment, ext: ExternalListener, since: float) -> list[Any]:
-    events: list[ReceivedEvent] = [*(received(e) for e in env.events), *ext.collect()]
-    return [e for e in events if e.received_at >= since]
+def all_received(env: WatcherEnvironment, since: float) -> list[ReceivedEvent]:
+    """Every listener's events since ``since``, ``config-manager``'s process included."""
+    return [received(e) for e in env.events_since(since)]
 
 
-async def settle(
-    truth: Truth, env: WatcherEnvironment, ext: ExternalListener, since: float, within: float
-) -> MatchResult:
+async def settle(truth: Truth, env: WatcherEnvironment, since: float, within: float) -> MatchResult:
     """Match until nothing is missing (plus a short grace for late extras) or ``within``."""
     deadline = time.monotonic() + within
     while True:
-        result = match_events(truth, all_received(env, ext, since))
+        result = match_events(truth, all_received(env, since))
         if not result.missing or time.monotonic() >= deadline:
             break
         await asyncio.sleep(0.5)
     await asyncio.sleep(1.0)  # an event in flight at the last look still counts
-    return match_events(truth, all_received(env, ext, since))
+    return match_events(truth, all_received(env, since))
+
+
+def config_listener(env: WatcherEnvironment, log_dir: Path) -> ListenerProcess:
+    """``config-manager``'s listener: our ``watcher-listener`` as its own process, its
+    events recorded with every other listener's."""
+    tls = listener_tls(env, CONFIG_MANAGER)
+    return ListenerProcess(
+        CONFIG_MANAGER,
+        env.log.recorder(CONFIG_MANAGER).consume,
+        command=ours_command(tls),
+        log_path=log_dir / f"watcher-listener-{CONFIG_MANAGER}.log",
+        implementation="ours",
+        metrics_on_own_port=False,
+        serves_tls=tls is not None,
+        env=without_listener_settings(os.environ),
+    )
 
 
 def oracle_counts(
@@ -251,27 +149,6 @@ def oracle_counts(
         wrong_listener=len(result.wrong_listener),
         wrong_runtime=len(result.wrong_runtime),
     )
-
-
-def latency_summary(values_s: Sequence[float]) -> dict[str, float]:
-    if not values_s:
-        return {}
-    ms = [v * 1000 for v in values_s]
-    return {
-        "count": len(ms),
-        "p50": round(percentile(ms, 50), 2),
-        "p99": round(percentile(ms, 99), 2),
-        "max": round(max(ms), 2),
-    }
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "cores": os.cpu_count(),
-        "load_1min": round(os.getloadavg()[0], 2),
-        "python": platform.python_version(),
-        "platform": platform.platform(terse=True),
-    }
 
 
 def _false_alarms(alarms: list[str]) -> Callable[[str, RuntimeHealth, RuntimeHealth], None]:
@@ -319,15 +196,13 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
     async with watcher_environment(spec) as env:
         if env.health is not None:
             env.health.monitor.on_transition.append(_false_alarms(alarms))
-        ext_log = config.log_dir / f"watcher-listener-{CONFIG_MANAGER}.log"
-        tls = listener_tls(env, CONFIG_MANAGER)
-        async with ExternalListener(CONFIG_MANAGER, ext_log, tls=tls) as ext:
+        async with config_listener(env, config.log_dir) as listener:
             name, namespace, port = CONFIG_SERVICE
-            env.registry.register(name, namespace, port, ("127.0.0.1", ext.port))
+            env.registry.register(name, namespace, port, ("127.0.0.1", listener.port))
             await env.apply_watcher(soak_watcher())
             await wait_configmaps_wired(env)
             session = LiveSession(env)
-            found = targets(env, ext)
+            found = targets(env, listener)
             processes = tuple(
                 ProcessInfo(t.name, t.role, pid, command_name(pid) if pid else "")
                 for t in found
@@ -336,9 +211,7 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
             sampler = Sampler(
                 found,
                 interval=config.interval,
-                on_sample=lambda batch: progress.sampled(
-                    batch, len(env.events) + len(ext.collect())
-                ),
+                on_sample=lambda batch: progress.sampled(batch, len(env.events)),
             )
             progress.phase(
                 f"churn: {len(plan)} writes at {config.rate:g}/s for {config.duration:g} s"
@@ -359,14 +232,14 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
                         )
                     elapsed = time.time() - churn_start
                     sampler.tick()  # a reading at the very end of the last window
-                    ext.collect()
             finally:
                 progress.close()
             progress.phase("churn done; checking events against the ground truth")
             truth = ground_truth(run.executed, rules(), {s.name: s.runtime_id for s in spec.skrs})
-            result = await settle(truth, env, ext, churn_start, config.settle)
-            events = len(all_received(env, ext, churn_start)) - result.ignored
+            result = await settle(truth, env, churn_start, config.settle)
+            events = len(all_received(env, churn_start)) - result.ignored
             health_verdict = _health_criterion(env, alarms)
+            hop = "plain HTTP" if env.mesh is None else "mTLS"
     samples = tuple(sampler.samples)
     growths = tuple(growth(samples, windows, t.name, t.role) for t in found)
     oracle = oracle_counts(len(plan), run, truth, result, events)
@@ -389,55 +262,5 @@ async def run_soak(config: SoakConfig, progress: SoakProgress | None = None) -> 
         criteria=criteria,
         findings=tuple(f.describe() for f in result.findings[:20]),
         machine=machine(),
-        listener_hop="plain HTTP" if tls is None else "mTLS",
+        listener_hop=hop,
     )
-
-
-def to_json(result: SoakResult, *, command: str) -> dict[str, Any]:
-    """The JSON document ``docs/soak.json`` holds (and the report is rendered from)."""
-    config, w = result.config, result.config.windows
-    pids = {p.name: p for p in result.processes}
-    series: dict[str, list[list[float | int | None]]] = {}
-    for s in result.samples:
-        row = [round(s.t, 2), s.pid, s.rss, s.fds, s.connections]
-        series.setdefault(s.process, []).append(row)
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(result.started_at)),
-        "command": command,
-        "machine": result.machine,
-        "gateway_to_listener": result.listener_hop,
-        "config": {
-            "duration_s": config.duration,
-            "rate": config.rate,
-            "skrs": config.skrs,
-            "objects_per_kind_and_skr": config.objects,
-            "seed": config.seed,
-            "sample_interval_s": config.interval,
-            "min_warmup_s": config.min_warmup,
-            "thresholds": dataclasses.asdict(config.thresholds),
-        },
-        "windows_s": dataclasses.asdict(w),
-        "elapsed_s": round(result.elapsed, 1),
-        "achieved_rate": round(result.achieved_rate, 2),
-        "passed": passed(result.criteria),
-        "criteria": [dataclasses.asdict(c) for c in result.criteria],
-        "oracle": {**dataclasses.asdict(result.oracle), "writes_ok": result.oracle.writes_ok},
-        "latency_ms": result.latency_ms,
-        "processes": [
-            {
-                "name": g.process,
-                "role": g.role,
-                "pid": pids[g.process].pid if g.process in pids else None,
-                "command": pids[g.process].command if g.process in pids else "",
-                **{k: v for k, v in dataclasses.asdict(g).items() if k not in ("process", "role")},
-                "rss_growth": g.rss_growth,
-                "fd_growth": g.fd_growth,
-            }
-            for g in result.growths
-        ],
-        "findings": list(result.findings),
-        "samples": {
-            "columns": ["t_s", "pid", "rss_bytes", "fds", "established_connections"],
-            "by_process": series,
-        },
-    }

@@ -204,16 +204,9 @@ def launch_plan(
             return _unsupported(f"volumeMount {mount.get('name')!r}")
         mounts[str(mount.get("mountPath", ""))] = volumes[mount["name"]].directory
 
-    fields = dict(zip(FIELD_PATHS, (pod.name, pod.namespace, pod.ip), strict=True))
-    env = {k: host_env[k] for k in HOST_ENV_KEYS if k in host_env}
-    for var in container.get("env") or []:
-        name, value = str(var.get("name", "")), str(var.get("value") or "")
-        if "valueFrom" in var:
-            path = ((var["valueFrom"] or {}).get("fieldRef") or {}).get("fieldPath")
-            if path not in fields:
-                return _unsupported(f"env {name}: valueFrom other than fieldRef {FIELD_PATHS}")
-            value = fields[path]
-        env[name] = _map_path(value, mounts)
+    env = _env(container, pod, host_env, mounts)
+    if isinstance(env, Unrunnable):
+        return env
     args = tuple(_map_path(str(a), mounts) for a in container.get("args") or [])
 
     ports = tuple(
@@ -230,6 +223,27 @@ def launch_plan(
     grace_seconds = 30.0 if grace is None else float(grace)
     argv, egress = (*host_command, *args), env.get("KCP_ADDR") or None
     return LaunchPlan(argv, env, tuple(volumes.values()), ports, readiness, grace_seconds, egress)
+
+
+def _env(
+    container: Mapping[str, Any],
+    pod: PodIdentity,
+    host_env: Mapping[str, str],
+    mounts: Mapping[str, Path],
+) -> dict[str, str] | Unrunnable:
+    """The host's ``HOST_ENV_KEYS``, then the container's env: ``fieldRef``s resolved,
+    values under a ``volumeMount`` rewritten to the pod's directory."""
+    fields = dict(zip(FIELD_PATHS, (pod.name, pod.namespace, pod.ip), strict=True))
+    env = {k: host_env[k] for k in HOST_ENV_KEYS if k in host_env}
+    for var in container.get("env") or []:
+        name, value = str(var.get("name", "")), str(var.get("value") or "")
+        if "valueFrom" in var:
+            path = ((var["valueFrom"] or {}).get("fieldRef") or {}).get("fieldPath")
+            if path not in fields:
+                return _unsupported(f"env {name}: valueFrom other than fieldRef {FIELD_PATHS}")
+            value = fields[path]
+        env[name] = _map_path(value, mounts)
+    return env
 
 
 def launcher_argv(plan: LaunchPlan, host_ports: Mapping[int, int], *, python: str) -> list[str]:

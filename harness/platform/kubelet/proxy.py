@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from harness.platform.kubelet.status import Route
-from harness.skr.isolate import Bridges, Streams
+from harness.skr.bridge import Bridges, Streams
 
 logger = logging.getLogger("harness.platform.kubelet")
 

@@ -10,15 +10,25 @@ A small Python stand-in speaks the wrapper's interface (``--component --host --p
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from harness.clusters import procfs
 from harness.errors import ProcessExitedEarly
-from harness.kcp.listener_process import ListenerProcess, ListenerProcessError, upstream_command
-from watcher.listener import ListenerEvent
+from harness.kcp.listener_process import (
+    ListenerProcess,
+    ListenerProcessError,
+    ListenerTls,
+    ours_command,
+    upstream_command,
+    without_listener_settings,
+)
+from watcher import pki
+from watcher.listener import XFCC_HEADER, ListenerEvent, format_xfcc
 
 STAND_IN = """
 import argparse, json, sys, threading, time
@@ -156,3 +166,79 @@ async def test_a_program_that_exits_at_start_is_reported_with_its_log(
         async with listener:
             pass
     assert not listener.running
+
+
+def test_ours_command_is_plain_http_believing_xfcc_or_mtls_believing_the_gateway() -> None:
+    plain = ours_command()("config-manager", 4100, 4101)
+    assert Path(plain[0]).name == "watcher-listener"
+    assert plain[1:] == [
+        *("--component", "config-manager", "--host", "127.0.0.1", "--port", "4100"),
+        "--insecure-trust-any-xfcc",
+    ]
+    tls = ListenerTls(Path("c.pem"), Path("k.pem"), Path("ca.pem"))
+    assert ours_command(tls)("m", 1, 2)[-6:] == [
+        *("--tls-cert", "c.pem", "--tls-key", "k.pem", "--gateway-ca", "ca.pem"),
+    ]
+    env = {"PATH": "/bin", "WATCHER_LISTENER_INSECURE_TRUST_ANY_XFCC": "true"}
+    assert without_listener_settings(env) == {"PATH": "/bin"}
+
+
+async def test_our_listener_as_a_process_hands_over_the_events_it_accepts(tmp_path: Path) -> None:
+    """How the soak runs ``config-manager``'s listener when the mesh is off."""
+    got: list[ListenerEvent] = []
+
+    async def take(event: ListenerEvent) -> None:
+        got.append(event)
+
+    ca = pki.create_ca(key_type="ec")
+    xfcc = format_xfcc(pki.issue(ca, "runtime-a", key_type="ec").certificate)
+    listener = ListenerProcess(
+        "config-manager",
+        take,
+        command=ours_command(),
+        log_path=tmp_path / "l.log",
+        implementation="ours",
+        metrics_on_own_port=False,
+        env=without_listener_settings(os.environ),
+    )
+    async with listener, aiohttp.ClientSession() as session:
+        headers = {XFCC_HEADER: xfcc, "Content-Type": "application/json"}
+        async with session.post(listener.event_url, data=BODY, headers=headers) as resp:
+            assert resp.status == 200
+        async with asyncio.timeout(5):
+            while not got:
+                await asyncio.sleep(0.02)
+        pid = listener.pid
+    assert [(e.runtime_id, e.event.watched.name) for e in got] == [("runtime-a", "default")]
+    assert pid is not None and not procfs.is_alive(pid)
+
+
+async def test_our_listener_serving_mtls_is_ready_once_its_port_accepts(tmp_path: Path) -> None:
+    """Behind the mesh a GET needs the gateway's certificate: readiness is a TCP connect,
+    and stopping still ends the process (its group)."""
+    ca = pki.create_ca(key_type="ec")
+    serving = pki.issue_server_certificate(ca, "config-manager", key_type="ec")
+    files = pki.write_secret_files(
+        tmp_path,
+        {"tls.crt": serving.cert_pem, "tls.key": serving.key_pem, "ca.crt": ca.cert_pem},
+    )
+    tls = ListenerTls(files["tls.crt"], files["tls.key"], files["ca.crt"])
+
+    async def take(event: ListenerEvent) -> None:
+        raise AssertionError("no event expected")
+
+    listener = ListenerProcess(
+        "config-manager",
+        take,
+        command=ours_command(tls),
+        log_path=tmp_path / "l.log",
+        implementation="ours",
+        metrics_on_own_port=False,
+        serves_tls=True,
+    )
+    async with listener:
+        assert listener.url.startswith("https://127.0.0.1:")
+        pid = listener.pid
+        assert pid is not None and procfs.is_alive(pid)
+        assert await listener.read_metric("watcher_listener_requests_total") == 0
+    assert not procfs.is_alive(pid)

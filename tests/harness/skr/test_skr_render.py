@@ -1,4 +1,4 @@
-"""harness.skr.install (pure parts) and harness.skr.webhook.webhook_env."""
+"""harness.skr.objects (pure parts) and harness.skr.webhook.webhook_env."""
 
 from __future__ import annotations
 

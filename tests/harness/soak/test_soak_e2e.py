@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness.soak.cli import write_outputs
+from harness.soak.config import SoakConfig
 from harness.soak.plot import PNG_SIGNATURE
 from harness.soak.progress import SoakProgress
-from harness.soak.run import SoakConfig, run_soak
+from harness.soak.run import run_soak
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

@@ -1,5 +1,5 @@
 """Soak report: JSON document, Markdown rendering, the RSS/fd plot, and the pieces that
-read processes (event lines of ``watcher-listener``, ``/proc`` readings)."""
+read processes (``/proc`` readings)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.soak.external import ExternalListener, parse_event_line
+from harness.soak.config import SoakConfig
 from harness.soak.model import Growth, OracleCounts, Sample, decide
 from harness.soak.plot import PNG_SIGNATURE, rss_fd_png
 from harness.soak.progress import SoakProgress
 from harness.soak.report import render_markdown
-from harness.soak.run import ProcessInfo, SoakConfig, SoakResult, latency_summary, to_json
+from harness.soak.result import ProcessInfo, SoakResult, latency_summary, to_json
 from harness.soak.sampler import (
     Target,
     command_name,
@@ -103,48 +103,6 @@ def test_plot_is_a_png_and_skips_processes_without_readings() -> None:
     by_process = {**doc["samples"]["by_process"], "gone": [[0.0, None, None, None]]}
     png = rss_fd_png(by_process, doc["windows_s"], title="t")
     assert png.startswith(PNG_SIGNATURE) and len(png) > 5000
-
-
-def test_event_lines_of_watcher_listener_are_parsed_and_log_lines_skipped() -> None:
-    line = json.dumps(
-        {
-            "runtime_id": "runtime-a",
-            "watched": {"namespace": "default", "name": "cm"},
-            "watched_gvk": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "received_at": 12.5,
-        }
-    )
-    event = parse_event_line("config-manager", line)
-    assert event is not None
-    assert (event.manager, event.runtime_id, event.name, event.gvk.kind) == (
-        "config-manager",
-        "runtime-a",
-        "cm",
-        "ConfigMap",
-    )
-    assert event.received_at == 12.5
-    assert parse_event_line("m", '{"ts": 1, "level": "warning", "msg": "x"}') is None
-    assert parse_event_line("m", '{"runtime_id": "r", "watched": {}}') is None
-    assert parse_event_line("m", "not json") is None
-
-
-def test_collect_reads_only_complete_new_lines(tmp_path: Path) -> None:
-    log = tmp_path / "listener.log"
-    ext = ExternalListener("m", log)
-    line = json.dumps(
-        {
-            "runtime_id": "r",
-            "watched": {"namespace": "n", "name": "a"},
-            "watched_gvk": {"group": "", "version": "v1", "kind": "ConfigMap"},
-            "received_at": 1.0,
-        }
-    )
-    assert ext.collect() == []
-    log.write_text('{"level": "warning"}\n' + line + "\n" + line[:10])
-    assert [e.name for e in ext.collect()] == ["a"]
-    with log.open("a") as f:
-        f.write(line[10:] + "\n")
-    assert [e.name for e in ext.collect()] == ["a", "a"]
 
 
 def test_reading_this_process_from_proc() -> None:

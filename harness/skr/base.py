@@ -1,0 +1,143 @@
+"""What an SKR installation keeps whichever way its webhook runs.
+
+The runtime's identity, the certificate KLM issued and the CA bundles, the Watchers last
+applied, the lock every rewiring takes, and entering/leaving. Shared by the host mode
+(:class:`harness.skr.install.SkrInstallation`, a process on this host) and the in-cluster
+mode (:class:`harness.skr.in_cluster.InClusterSkrInstallation`, a Deployment in the SKR),
+so a new certificate is taken, and a metric read, the same way in both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Self
+
+from harness.clusters.plane import Cluster
+from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
+from harness.skr.errors import SkrInstallError
+from harness.skr.metrics import value
+from watcher import pki
+from watcher.render.watcher_cr import Watcher
+from watcher.render.webhook_config import FailurePolicy
+
+
+class SkrInstallationBase:
+    """``async with`` installs (:meth:`install`) and uninstalls (:meth:`uninstall`)."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        runtime_id: str,
+        skr_domain: str,
+        ca: pki.CertificateAuthority,
+        ca_bundle_pem: bytes,
+        certificate: CertificateOverride,
+        failure_policy: FailurePolicy,
+        timeout_seconds: int,
+        leaf: pki.Issued | None,
+    ) -> None:
+        self.cluster = cluster
+        self.runtime_id = runtime_id
+        self.skr_domain = skr_domain
+        self.ca = ca
+        self.certificate = certificate
+        self.failure_policy: FailurePolicy = failure_policy
+        self.timeout_seconds = timeout_seconds
+        self._ca_bundle_pem = ca_bundle_pem
+        self._serving_bundle_pem = serving_ca_bundle(ca_bundle_pem, certificate)
+        self._leaf: pki.Issued | None = leaf
+        self._stack: AsyncExitStack | None = None
+        self._watchers: tuple[Watcher, ...] = ()
+        self._lock = asyncio.Lock()
+
+    # -- facts ------------------------------------------------------------------------
+
+    @property
+    def leaf(self) -> pki.Issued:
+        """The runtime certificate the webhook serves and presents to KCP."""
+        if self._leaf is None:
+            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
+        return self._leaf
+
+    @property
+    def ca_bundle_pem(self) -> bytes:
+        """The KCP CA bundle the webhook trusts (``ca.crt``)."""
+        return self._ca_bundle_pem
+
+    @property
+    def serving_ca_bundle_pem(self) -> bytes:
+        """The ``caBundle`` of the rendered webhooks: what signed the serving certificate."""
+        return self._serving_bundle_pem
+
+    @property
+    def watchers(self) -> tuple[Watcher, ...]:
+        """The Watchers last applied."""
+        return self._watchers
+
+    # -- install / uninstall ----------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.install()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.uninstall()
+
+    async def install(self) -> None:
+        """Bring the webhook up and wire it; what was done is undone by :meth:`uninstall`."""
+        raise NotImplementedError
+
+    async def uninstall(self) -> None:
+        """Undo what :meth:`install` did, in reverse."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    # -- the certificate --------------------------------------------------------------
+
+    async def _issue_leaf(self, host_address: str | None = None) -> None:
+        """Issue the runtime certificate, unless KLM's was given."""
+        if self._leaf is None:
+            self._leaf = await asyncio.to_thread(
+                issue_webhook_certificate,
+                self.ca,
+                self.runtime_id,
+                self.skr_domain,
+                self.certificate,
+                host_address=host_address,
+            )
+
+    def _secret_data(self) -> dict[str, bytes]:
+        """``tls.crt``, ``tls.key`` and ``ca.crt`` of the current certificate."""
+        return pki.secret_data(self.leaf, self._ca_bundle_pem)
+
+    def _renewed_leaf(self, certificate: tuple[pki.Issued, bytes] | None) -> pki.Issued | None:
+        """The certificate KLM issued (with its CA bundle), when it differs from the current
+        one; the bundle is taken at once, the leaf when the caller has loaded it."""
+        if certificate is None:
+            return None
+        leaf, bundle = certificate
+        if leaf.cert_pem == self.leaf.cert_pem and bundle == self._ca_bundle_pem:
+            return None
+        self._ca_bundle_pem = bundle
+        if self.certificate.ca is None:
+            self._serving_bundle_pem = bundle
+        return leaf
+
+    # -- metrics ----------------------------------------------------------------------
+
+    async def metrics(self) -> dict[str, float]:
+        """The webhook's metrics as ``{name{labels}: value}``."""
+        raise NotImplementedError
+
+    async def metric(self, name: str, **labels: str) -> float:
+        """One sample (0.0 if absent)."""
+        return value(await self.metrics(), name, **labels)

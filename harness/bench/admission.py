@@ -21,7 +21,7 @@ from harness.bench.common import BenchContext
 from harness.bench.envkit import SkrWriter, skr_writers
 from harness.bench.model import BenchResult, Cell, Table, Target, ms
 from harness.environment import EnvironmentSpec, SkrSpec, WatcherEnvironment, watcher_environment
-from harness.environment.inject import kcp_injection
+from harness.faults import kcp_injection
 from harness.report.stats import percentile
 
 WATCHED, PLAIN = "bench-watched", "bench-plain"
@@ -71,14 +71,14 @@ async def _pairs(writer: SkrWriter, plan: Plan, tag: str) -> tuple[list[float], 
 
 async def _set_state(env: WatcherEnvironment, delay: float | None) -> None:
     if delay is None:
-        await env.fault("gateway", "stop")
+        await env.gateway.stop()
     elif delay > 0:
         await env.gateway.set_fault(kcp_injection(delay=delay))
 
 
 async def _clear_state(env: WatcherEnvironment, delay: float | None) -> None:
     if delay is None:
-        await env.fault("gateway", "start")
+        await env.gateway.start()
     elif delay > 0:
         await env.gateway.set_fault(None)
 

@@ -17,7 +17,7 @@ from harness.environment.spec import (
     ListenerSpec,
     SkrSpec,
 )
-from harness.faults import ACTIONS, Fault, FaultError, parse_fault
+from harness.faults import Fault, FaultError
 from watcher.domain import (
     KCP_NAMESPACE,
     MANAGED_BY_LABEL,
@@ -28,7 +28,6 @@ from watcher.domain import (
 )
 
 __all__ = [
-    "ACTIONS",
     "KCP_NAMESPACE",
     "KLM_COMPONENT",
     "KLM_SERVICE",
@@ -48,6 +47,5 @@ __all__ = [
     "RotationError",
     "SkrSpec",
     "WatcherEnvironment",
-    "parse_fault",
     "watcher_environment",
 ]

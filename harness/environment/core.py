@@ -3,7 +3,7 @@
 Observation: :attr:`WatcherEnvironment.log` (every accepted event, every fault) and
 :meth:`~WatcherEnvironment.metric` / :meth:`~WatcherEnvironment.rejections`. Change:
 :meth:`~WatcherEnvironment.apply_watcher` / :meth:`~WatcherEnvironment.delete_watcher`
-(return once the change is live) and :meth:`~WatcherEnvironment.fault` (see
+(return once the change is live) and :meth:`~WatcherEnvironment.inject` (see
 :mod:`harness.faults`).
 """
 
@@ -21,11 +21,18 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.events import EventLog, FaultRecord, ObservedEvent
-from harness.environment.inject import inject
+from harness.environment.inject import (
+    act,
+    apiserver_fault,
+    gateway_fault,
+    inject,
+    listener_fault,
+    named,
+)
 from harness.environment.manager_listeners import ListenerParts, add_listener
-from harness.environment.rotation import CertificateRotation, RotationKind
+from harness.environment.rotation import CertificateRotation
 from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
-from harness.faults import Fault, FaultError, parse_fault
+from harness.faults import Fault, FaultError, Part, PartFault
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.mesh import GatewayMesh
 from harness.kcp.gateway.routes import (
@@ -277,35 +284,33 @@ class WatcherEnvironment:
 
     # -- faults -----------------------------------------------------------------------
 
-    def _names(self) -> dict[str, frozenset[str]]:
-        return {
-            "webhook": frozenset(i.cluster.name for i in self.fleet),
-            "listener": frozenset(self.listeners),
-            "apiserver": frozenset(self.clusters.clusters),
-        }
+    @property
+    def certificates(self) -> CertificateRotation:
+        return self.rotation
 
-    async def fault(self, target: str, action: str, **params: Any) -> FaultRecord:
-        """Inject one fault given as text (``"webhook/skr-a", "kill"``): parsed, then
-        :meth:`inject`."""
-        return await self.inject(parse_fault(target, action, params=params))
+    async def lifecycle(self, fault: PartFault) -> str:
+        """Stop, start, kill or restart the part ``fault`` names (a :class:`FaultPorts`
+        port of :func:`~harness.environment.inject.inject`)."""
+        match fault.part:
+            case Part.GATEWAY:
+                return await gateway_fault(self.gateway, fault.action)
+            case Part.WEBHOOK:
+                inst = named({i.cluster.name: i for i in self.fleet}, fault)
+                await act(inst, fault.action)
+                return inst.state
+            case Part.LISTENER:
+                return await listener_fault(named(self.listeners, fault), fault.action)
+            case Part.APISERVER:
+                return await apiserver_fault(self.clusters, fault)
 
     async def inject(self, fault: Fault) -> FaultRecord:
-        """Inject one fault (see :mod:`harness.faults`) after checking that the part it
-        names runs here; returns once the target is really down/up; recorded in
-        :attr:`timeline`."""
-        fault.check_names(self._names())
+        """Inject one fault (see :mod:`harness.faults`); returns once the target is
+        really down/up; recorded in :attr:`timeline`."""
         at = time.time()
         detail = await inject(self, fault)
         record = FaultRecord(at, fault.target, fault.action, time.time(), detail)
         self.log.timeline.append(record)
         return record
-
-    async def rotate(self, kind: RotationKind = "leaf", skrs: Sequence[str] | None = None) -> None:
-        """Rotate SKR leaf certificates (``skrs``, default all) or the whole KCP CA."""
-        await self.fault("certificates", f"rotate-{kind}", skrs=skrs)
-
-    async def drop_old_ca(self) -> None:
-        await self.fault("certificates", "drop-old-ca")
 
 
 __all__ = ["KCP_NAMESPACE", "SKR_NAMESPACE", "WatcherEnvironment", "probes_kyma"]

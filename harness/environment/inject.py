@@ -1,4 +1,5 @@
-"""Carrying out a checked :class:`~harness.faults.Fault` on a running environment.
+"""Carrying out a :data:`~harness.faults.Fault` on a running environment: one ``match`` arm
+per variant, through the ports of :class:`FaultPorts`.
 
 Every action returns once its target is really down (process reaped, port closed) or up
 (ready probe passed, or Envoy confirmed the configuration); each part keeps its ports, so
@@ -9,168 +10,150 @@ for the timeline.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.rotation import CertificateRotation, RotationError
-from harness.faults import Fault, FaultError
+from harness.faults import (
+    BreakLeaves,
+    DropOldCa,
+    Fault,
+    FaultError,
+    KcpFault,
+    Lifecycle,
+    PartFault,
+    RotateCa,
+    RotateLeaves,
+    describe_injection,
+)
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.listeners import ManagerListener
 from harness.skr.certs import CertificateOverride
-from harness.skr.fleet import SkrFleet
-from watcher.render.envoy import FaultInjection
 
-Params = Mapping[str, Any]
+T = TypeVar("T")
 
 
-def kcp_injection(
-    *,
-    delay: float = 0.0,
-    delay_percent: float = 100.0,
-    abort_percent: float = 0.0,
-    abort_status: int = 503,
-) -> FaultInjection:
-    """Envoy's fault injection on every KCP route: delay (seconds) and/or abort."""
-    return FaultInjection(
-        abort_percent=abort_percent,
-        abort_status=abort_status,
-        delay_percent=delay_percent if delay > 0 else 0.0,
-        delay_ms=round(delay * 1000),
-    )
-
-
-class Stoppable(Protocol):
-    """A part with a process: stopped, started, killed, restarted."""
+class Restartable(Protocol):
+    """A part that stops, starts and restarts in place (a listener)."""
 
     async def stop(self) -> object: ...
 
     async def start(self) -> object: ...
 
-    async def kill(self) -> object: ...
-
     async def restart(self) -> object: ...
 
 
-async def process_fault(fault: Fault, part: Stoppable) -> None:
-    """``stop``/``start``/``kill``/``restart`` of ``part`` as ``fault`` says."""
-    no_params(fault, fault.parameters)
-    actions = {"stop": part.stop, "start": part.start, "kill": part.kill, "restart": part.restart}
-    await lifecycle(fault, actions)
+class Stoppable(Restartable, Protocol):
+    """A part with a process of its own: it can be killed too."""
+
+    async def kill(self) -> object: ...
 
 
-class FaultTargets(Protocol):
-    """The parts a fault can reach (a :class:`~harness.environment.WatcherEnvironment`
-    is one); a protocol so that this module does not import the environment back."""
+class FaultPorts(Protocol):
+    """What a fault reaches: the environment's parts (by :meth:`lifecycle`), the gateway's
+    fault filter and the KCP's certificates (None where the KLM owns them)."""
 
-    clusters: Clusters
-    gateway: EnvoyGateway
-    fleet: SkrFleet
-    rotation: CertificateRotation
-    listeners: dict[str, ManagerListener]
+    @property
+    def gateway(self) -> EnvoyGateway: ...
 
+    @property
+    def certificates(self) -> CertificateRotation | None: ...
 
-def no_params(fault: Fault, params: Params, allowed: tuple[str, ...] = ()) -> None:
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        raise FaultError(f"{fault.target} {fault.action} takes no parameter {unknown}{hint}")
+    async def lifecycle(self, fault: PartFault) -> str:
+        """Carry out ``fault`` on the part it names; the timeline's detail."""
+        ...
 
 
-def lifecycle(
-    fault: Fault,
-    actions: Mapping[str, Callable[[], Awaitable[object]]],
-) -> Awaitable[object]:
-    try:
-        return actions[fault.action]()
-    except KeyError:
-        raise FaultError(f"{fault.target} cannot {fault.action}") from None
+async def inject(ports: FaultPorts, fault: Fault) -> str:
+    """Carry out ``fault``; the timeline's detail."""
+    match fault:
+        case PartFault():
+            return await ports.lifecycle(fault)
+        case KcpFault(injection=injection):
+            await ports.gateway.set_fault(injection)
+            return describe_injection(injection)
+        case _:
+            return await _certificates(_rotation(ports), fault)
 
 
-async def inject(env: FaultTargets, fault: Fault) -> str:
-    params = fault.parameters
-    if fault.kind == "gateway":
-        await process_fault(fault, env.gateway)
-        return f"pid {env.gateway.pid}" if env.gateway.running else "down"
-    if fault.kind == "webhook":
-        inst = env.fleet[fault.name]
-        await process_fault(fault, inst)
-        return inst.state
-    if fault.kind == "listener":
-        host = env.listeners[fault.name]
-        await listener_fault(fault, host)
-        return f"port {host.port}" + ("" if host.running else " closed")
-    if fault.kind == "apiserver":
-        return await apiserver_fault(env.clusters, fault)
-    if fault.kind == "kcp":
-        return await kcp_fault(env.gateway, fault, params)
-    if fault.kind == "certificates":
-        return await _certificates(env, fault, params)
-    raise FaultError(f"no handler for fault target {fault.target!r}")  # parse_fault forbids
-
-
-async def listener_fault(fault: Fault, host: ManagerListener) -> None:
-    """A listener stops, starts or restarts on the same port (it has no process to kill)."""
-    no_params(fault, fault.parameters)
-    await lifecycle(fault, {"stop": host.stop, "start": host.start, "restart": host.restart})
-
-
-async def apiserver_fault(clusters: Clusters, fault: Fault) -> str:
-    ctl = clusters.control(fault.name)
-    await process_fault(fault, ctl)
-    return f"pid {ctl.records[-1].pid}" if ctl.running else "down"
-
-
-async def kcp_fault(gateway: EnvoyGateway, fault: Fault, params: Params) -> str:
-    if fault.action == "clear":
-        no_params(fault, params)
-        await gateway.set_fault(None)
-        return "no fault"
-    if fault.action == "delay":
-        no_params(fault, params, ("delay_ms", "percent"))
-        if "delay_ms" not in params:
-            raise FaultError("kcp delay needs delay_ms (milliseconds)")
-        delay_ms, percent = int(params["delay_ms"]), float(params.get("percent", 100.0))
-        await gateway.set_fault(kcp_injection(delay=delay_ms / 1000, delay_percent=percent))
-        return f"delay {delay_ms} ms on {percent:g}%"
-    no_params(fault, params, ("percent", "status"))
-    percent, status = float(params.get("percent", 100.0)), int(params.get("status", 503))
-    await gateway.set_fault(kcp_injection(abort_percent=percent, abort_status=status))
-    return f"abort {status} on {percent:g}%"
-
-
-async def _certificates(env: FaultTargets, fault: Fault, params: Params) -> str:
-    rotation = env.rotation
-    if fault.action == "rotate-leaf":
-        no_params(fault, params, ("skrs",))
-        skrs = params.get("skrs")
-        await rotation.rotate_leaves(skrs)
-        return f"leaves of {', '.join(skrs) if skrs else 'every SKR'}"
-    if fault.action == "rotate-ca":
-        no_params(fault, params, ("skrs",))
-        if params.get("skrs") is not None:
-            raise FaultError("a CA rotation re-issues every SKR; do not pass skrs")
-        await rotation.rotate_ca()
-        return (
-            f"new CA {rotation.ca.common_name} in the gateway's bundle; certificates follow "
-            "in each Kyma's next reconcile"
+def _rotation(ports: FaultPorts) -> CertificateRotation:
+    if ports.certificates is None:
+        raise FaultError(
+            "certificate faults need the harness's own KLM (it issues the certificates)"
         )
-    if fault.action == "break-leaf":
-        no_params(fault, params, ("skrs", "override"))
-        skrs, kind = list(params.get("skrs") or []), str(params.get("override", ""))
-        if not skrs:
-            raise FaultError("break-leaf needs skrs: the SKRs whose certificate to break")
-        if kind == "keep":
+    return ports.certificates
+
+
+async def _certificates(
+    rotation: CertificateRotation, fault: RotateLeaves | RotateCa | DropOldCa | BreakLeaves
+) -> str:
+    match fault:
+        case RotateLeaves(skrs=skrs):
+            await rotation.rotate_leaves(list(skrs) or None)
+            return f"leaves of {', '.join(skrs) if skrs else 'every SKR'}"
+        case RotateCa():
+            await rotation.rotate_ca()
+            return (
+                f"new CA {rotation.ca.common_name} in the gateway's bundle; certificates "
+                "follow in each Kyma's next reconcile"
+            )
+        case DropOldCa():
+            try:
+                await rotation.drop_old_ca()
+            except RotationError as exc:
+                raise FaultError(str(exc)) from None
+            return f"trusting only {rotation.ca.common_name}"
+        case BreakLeaves(skrs=skrs, certificate="keep"):
             rotation.keep_leaves(skrs)
             return f"certificates of {', '.join(skrs)} kept as they are (not renewed)"
-        try:
-            override = CertificateOverride.named(kind)
-        except ValueError as exc:
-            raise FaultError(str(exc)) from None
-        await rotation.break_leaves(skrs, override)
-        return f"{kind} certificate for {', '.join(skrs)}"
-    no_params(fault, params)
+        case BreakLeaves(skrs=skrs, certificate=kind):
+            try:
+                override = CertificateOverride.named(kind)
+            except ValueError as exc:
+                raise FaultError(str(exc)) from None
+            await rotation.break_leaves(skrs, override)
+            return f"{kind} certificate for {', '.join(skrs)}"
+
+
+def named(parts: Mapping[str, T], fault: PartFault) -> T:
+    """The part ``fault`` names, or a :class:`FaultError` listing those that run here."""
     try:
-        await rotation.drop_old_ca()
-    except RotationError as exc:
-        raise FaultError(str(exc)) from None
-    return f"trusting only {rotation.ca.common_name}"
+        return parts[fault.name]
+    except KeyError:
+        listed = ", ".join(sorted(parts)) or "none"
+        raise FaultError(
+            f"no {fault.part} named {fault.name!r} in this environment (have: {listed})"
+        ) from None
+
+
+def act(part: Restartable, action: Lifecycle) -> Awaitable[object]:
+    """``part``'s method for ``action`` (``kill`` only where the part has a process)."""
+    actions: dict[Lifecycle, Callable[[], Awaitable[object]]] = {
+        Lifecycle.STOP: part.stop,
+        Lifecycle.START: part.start,
+        Lifecycle.RESTART: part.restart,
+    }
+    kill = getattr(part, "kill", None)
+    if kill is not None:
+        actions[Lifecycle.KILL] = kill
+    if action not in actions:
+        raise FaultError(f"{type(part).__name__} cannot {action}")
+    return actions[action]()
+
+
+async def gateway_fault(gateway: EnvoyGateway, action: Lifecycle) -> str:
+    await act(gateway, action)
+    return f"pid {gateway.pid}" if gateway.running else "down"
+
+
+async def listener_fault(host: ManagerListener, action: Lifecycle) -> str:
+    """A listener stops, starts or restarts on the same port."""
+    await act(host, action)
+    return f"port {host.port}" + ("" if host.running else " closed")
+
+
+async def apiserver_fault(clusters: Clusters, fault: PartFault) -> str:
+    named(clusters.clusters, fault)
+    ctl = clusters.control(fault.name)
+    await act(ctl, fault.action)
+    return f"pid {ctl.records[-1].pid}" if ctl.running else "down"

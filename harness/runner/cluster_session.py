@@ -23,7 +23,6 @@ from kubernetes_asyncio.client import ApiClient
 from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation, WriteFailed, write_failure
 from harness.clusters.plane import Environment as Clusters
-from harness.environment.inject import kcp_injection
 from harness.environment.spec import EnvironmentSpec
 from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.kcp.gateway.envoy import EnvoyGateway
@@ -244,26 +243,6 @@ class ClusterSession:
             path.write_text(self.ports.clusters.clusters[cluster].kubeconfig_embedded)
             path.chmod(0o600)
         return path
-
-    async def set_kcp_fault(
-        self,
-        *,
-        delay: float = 0.0,
-        delay_percent: float = 100.0,
-        abort_percent: float = 0.0,
-        abort_status: int = 503,
-    ) -> None:
-        """Envoy delays (``delay`` seconds) and/or aborts requests on every KCP route."""
-        injection = kcp_injection(
-            delay=delay,
-            delay_percent=delay_percent,
-            abort_percent=abort_percent,
-            abort_status=abort_status,
-        )
-        await self.ports.gateway.set_fault(injection)
-
-    async def clear_kcp_fault(self) -> None:
-        await self.ports.gateway.set_fault(None)
 
     def cluster_builtins(self) -> dict[str, Any]:
         """The ``clusters`` and ``gateway`` built-in bindings."""

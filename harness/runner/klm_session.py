@@ -33,14 +33,17 @@ import aiohttp
 from harness.environment.any_klm import KlmEnvironment, klm_environment
 from harness.environment.events import FaultRecord, ObservedEvent
 from harness.environment.inject import (
+    act,
     apiserver_fault,
-    kcp_fault,
+    gateway_fault,
+    inject,
     listener_fault,
-    process_fault,
+    named,
 )
 from harness.environment.spec import EnvironmentSpec
 from harness.expect.observations import ReconcileSeen
-from harness.faults import Fault, FaultError
+from harness.faults import Fault, FaultError, Lifecycle, Part, PartFault
+from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import wait_route
 from harness.kcp.tls_secret import tls_data
 from harness.kube import SECRETS, WATCHERS, create_or_replace, delete, ensure_namespace, get
@@ -144,39 +147,38 @@ class KlmSession(ClusterSession):
 
     async def fault(self, fault: Fault) -> FaultRecord:
         at = time.time()
-        detail = await self._inject(fault)
+        detail = await inject(self, fault)
         record = FaultRecord(at, fault.target, fault.action, time.time(), detail)
         self.env.log.timeline.append(record)
         return record
 
-    async def _inject(self, fault: Fault) -> str:
-        fault.check_names(
-            {
-                "webhook": frozenset(self.env.kubelets),
-                "listener": frozenset({KLM_LISTENER, *self.env.listeners}),
-                "apiserver": frozenset(self.env.clusters.clusters),
-            }
-        )
-        if fault.kind == "gateway":
-            await process_fault(fault, self.env.gateway)
-            return f"pid {self.env.gateway.pid}" if self.env.gateway.running else "down"
-        if fault.kind == "listener" and fault.name in self.env.listeners:
-            host = self.env.listeners[fault.name]
-            await listener_fault(fault, host)
-            return f"port {host.port}" + ("" if host.running else " closed")
-        if fault.kind == "listener":
-            await process_fault(fault, self.env.klm)
-            return f"KLM pid {self.env.klm.pid}" if self.env.klm.running else "KLM down"
-        if fault.kind == "webhook" and fault.action == "kill":
-            pid = await self.env.kubelets[fault.name].kill_pod(SKR_NAMESPACE, NAME)
-            return f"container pid {pid} killed; the kubelet restarts it"
-        if fault.kind == "apiserver":
-            return await apiserver_fault(self.env.clusters, fault)
-        if fault.kind == "kcp":
-            return await kcp_fault(self.env.gateway, fault, fault.parameters)
+    @property
+    def gateway(self) -> EnvoyGateway:
+        return self.env.gateway
+
+    certificates = None
+    """The KLM process issues the certificates: no certificate faults here."""
+
+    async def lifecycle(self, fault: PartFault) -> str:
+        """A :class:`~harness.environment.inject.FaultPorts` port: the KLM's listener is
+        the KLM process; a webhook is a pod the kubelet runs (``kill`` only)."""
+        env = self.env
+        match fault.part:
+            case Part.GATEWAY:
+                return await gateway_fault(env.gateway, fault.action)
+            case Part.LISTENER if fault.name == KLM_LISTENER:
+                await act(env.klm, fault.action)
+                return f"KLM pid {env.klm.pid}" if env.klm.running else "KLM down"
+            case Part.LISTENER:
+                return await listener_fault(named(env.listeners, fault), fault.action)
+            case Part.WEBHOOK if fault.action is Lifecycle.KILL:
+                pid = await named(env.kubelets, fault).kill_pod(SKR_NAMESPACE, NAME)
+                return f"container pid {pid} killed; the kubelet restarts it"
+            case Part.APISERVER:
+                return await apiserver_fault(env.clusters, fault)
         raise FaultError(
-            f"{fault.target} {fault.action}: not on a KLM process's cluster (the KLM owns the "
-            "webhook Deployment and the certificates; webhooks can be killed)"
+            f"{fault.target} {fault.action}: not on a KLM process's cluster (the KLM owns "
+            "the webhook Deployment; webhooks can be killed)"
         )
 
     # -- Watchers -----------------------------------------------------------------------

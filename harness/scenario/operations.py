@@ -6,7 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from harness.faults import Fault, parse_fault
+from harness import faults
+from harness.faults import BreakLeaves, DropOldCa, Fault, PartFault, RotateCa, RotateLeaves
 from harness.matching.objects import check_expressions, expression_problem
 from harness.matching.output import regex_problem
 from harness.scenario.clusters import CertificateKind
@@ -115,9 +116,9 @@ class ProcessFault(Model):
         return self
 
     @property
-    def fault(self) -> Fault:
+    def fault(self) -> PartFault:
         """The typed fault the environment carries out."""
-        return parse_fault(self.target, self.action)
+        return PartFault.parse(self.target, self.action)
 
 
 class KcpFaultSpec(Model):
@@ -133,6 +134,19 @@ class KcpFault(Model):
     """``kcp: {...}`` sets the KCP fault; ``kcp: null`` clears it."""
 
     kcp: KcpFaultSpec | None
+
+    @property
+    def fault(self) -> faults.KcpFault:
+        if self.kcp is None:
+            return faults.KcpFault(None)
+        spec = self.kcp
+        return faults.KcpFault(
+            faults.kcp_injection(
+                delay=spec.delay or 0.0,
+                abort_percent=spec.abort_percent,
+                abort_status=spec.abort_status,
+            )
+        )
 
 
 class RotateFault(Model):
@@ -150,15 +164,11 @@ class RotateFault(Model):
         return self
 
     @property
-    def action(self) -> str:
-        """The ``certificates`` fault action: ``rotate-leaf``, ``rotate-ca``, ``drop-old-ca``."""
-        return self.rotate if self.rotate == "drop-old-ca" else f"rotate-{self.rotate}"
-
-    @property
     def fault(self) -> Fault:
         """The typed fault the environment carries out."""
-        params = {"skrs": list(self.clusters)} if self.rotate == "leaf" and self.clusters else {}
-        return parse_fault("certificates", self.action, params=params)
+        if self.rotate == "leaf":
+            return RotateLeaves(tuple(self.clusters))
+        return RotateCa() if self.rotate == "ca" else DropOldCa()
 
 
 class BreakFault(Model):
@@ -178,9 +188,8 @@ class BreakFault(Model):
         return self
 
     @property
-    def fault(self) -> Fault:
-        params = {"skrs": list(self.clusters), "override": str(self.certificate)}
-        return parse_fault("certificates", "break-leaf", params=params)
+    def fault(self) -> BreakLeaves:
+        return BreakLeaves(tuple(self.clusters), str(self.certificate))
 
 
 def _fault_tag(value: Any) -> str | None:

@@ -28,6 +28,14 @@ from harness.environment import (
     WatcherEnvironment,
     watcher_environment,
 )
+from harness.faults import (
+    DropOldCa,
+    KcpFault,
+    PartFault,
+    RotateCa,
+    RotateLeaves,
+    kcp_injection,
+)
 from harness.kcp.lifecycle_manager.certificates.policy import CertificateTimings
 from harness.kcp.lifecycle_manager.manager import Trigger
 from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
@@ -133,16 +141,16 @@ async def test_events_are_recorded_with_manager_and_runtime_id(env: WatcherEnvir
     assert await env.metric("gateway", "http.kcp_gateway.downstream_rq_2xx") >= 2
     assert env.rejections() == {KLM_COMPONENT: {}, "cm-manager": {}}
     with pytest.raises(FaultError, match="no webhook named 'skr-z'"):
-        await env.fault("webhook/skr-z", "kill")
+        await env.inject(PartFault.parse("webhook/skr-z", "kill"))
 
 
 async def test_listener_restart_keeps_events_flowing(env: WatcherEnvironment) -> None:
     port = env.listeners[KLM_COMPONENT].port
-    await env.fault("listener/lifecycle-manager", "stop")
+    await env.inject(PartFault.parse("listener/lifecycle-manager", "stop"))
     since = await touch_kyma(env, "skr-a")  # Envoy answers 503; the webhook retries
     await asyncio.sleep(0.5)
     assert env.events_since(since, KLM_COMPONENT) == []
-    record = await env.fault("listener/lifecycle-manager", "start")
+    record = await env.inject(PartFault.parse("listener/lifecycle-manager", "start"))
     assert env.listeners[KLM_COMPONENT].port == port
     event = await wait_event(env, since, klm_event("runtime-a"))
     print(
@@ -151,7 +159,7 @@ async def test_listener_restart_keeps_events_flowing(env: WatcherEnvironment) ->
     )
     await env.klm.wait_for_reconcile(f"{KCP_NAMESPACE}/kyma-skr-a", Trigger.WATCH_EVENT, since)
 
-    await env.fault("listener/lifecycle-manager", "restart")
+    await env.inject(PartFault.parse("listener/lifecycle-manager", "restart"))
     since = await touch_kyma(env, "skr-b")
     await wait_event(env, since, klm_event("runtime-b"), within=5)
     assert [r.action for r in env.timeline[-3:]] == ["stop", "start", "restart"]
@@ -161,12 +169,12 @@ async def test_gateway_outage_during_writes_delivers_after_recovery(
     env: WatcherEnvironment,
 ) -> None:
     failed_before = await failed_requests(env)
-    await env.fault("gateway", "stop")
+    await env.inject(PartFault.parse("gateway", "stop"))
     since = time.time()
     for _ in range(3):
         await touch_kyma(env, "skr-a")
     await touch_kyma(env, "skr-b")
-    record = await env.fault("gateway", "start")
+    record = await env.inject(PartFault.parse("gateway", "start"))
     a = await wait_event(env, since, klm_event("runtime-a"))
     b = await wait_event(env, since, klm_event("runtime-b"))
     assert min(a.received_at, b.received_at) >= record.at
@@ -178,10 +186,10 @@ async def test_gateway_outage_during_writes_delivers_after_recovery(
 
 
 async def test_webhook_sigkill_and_start(env: WatcherEnvironment) -> None:
-    await env.fault("webhook/skr-b", "kill")
+    await env.inject(PartFault.parse("webhook/skr-b", "kill"))
     assert env.fleet["skr-b"].webhook.records[-1].stop_signal == "SIGKILL"
     await touch_kyma(env, "skr-b")  # failurePolicy Ignore: the write passes, the event is lost
-    record = await env.fault("webhook/skr-b", "start")
+    record = await env.inject(PartFault.parse("webhook/skr-b", "start"))
     since = await touch_kyma(env, "skr-b")
     event = await wait_event(env, since, klm_event("runtime-b"))
     print(
@@ -193,7 +201,7 @@ async def test_webhook_sigkill_and_start(env: WatcherEnvironment) -> None:
 async def test_kcp_abort_counts_retries_then_clear_delivers(env: WatcherEnvironment) -> None:
     retries = "watcher_delivery_retries_total"
     before = await env.metric("webhook/skr-a", retries)
-    await env.fault("kcp", "abort", percent=100, status=503)
+    await env.inject(KcpFault(kcp_injection(abort_percent=100, abort_status=503)))
     try:
         since = await touch_kyma(env, "skr-a")
         deadline = time.monotonic() + 10
@@ -203,15 +211,15 @@ async def test_kcp_abort_counts_retries_then_clear_delivers(env: WatcherEnvironm
         assert env.events_since(since, KLM_COMPONENT) == []
         assert await env.metric("gateway", "http.kcp_gateway.fault.aborts_injected") >= 2
     finally:
-        cleared = await env.fault("kcp", "clear")
+        cleared = await env.inject(KcpFault(None))
     event = await wait_event(env, since, klm_event("runtime-a"))
     print(f"kcp abort cleared: event arrived {event.received_at - cleared.done_at:.2f} s later")
     assert (await failed_requests(env))["skr-a"] == 0
 
 
 async def test_kcp_api_server_restart_controllers_recover(env: WatcherEnvironment) -> None:
-    stopped = await env.fault("apiserver/kcp", "stop")
-    record = await env.fault("apiserver/kcp", "start")
+    stopped = await env.inject(PartFault.parse("apiserver/kcp", "stop"))
+    record = await env.inject(PartFault.parse("apiserver/kcp", "start"))
     restarted = record.done_at
     print(
         f"KCP API server stop took {stopped.done_at - stopped.at:.2f} s "
@@ -263,14 +271,14 @@ async def test_rotation_under_writes_has_no_failed_delivery(env: WatcherEnvironm
     task = asyncio.create_task(writer())
     try:
         started = time.monotonic()
-        await env.rotate("leaf", skrs=["skr-a"])
+        await env.inject(RotateLeaves(("skr-a",)))
         leaf = time.monotonic()
-        await env.rotate("ca")
+        await env.inject(RotateCa())
         with pytest.raises(FaultError, match="still serves a certificate of kcp-ca-1"):
-            await env.drop_old_ca()  # before the grace period: it would cut off the SKRs
+            await env.inject(DropOldCa())  # before the grace period: it would cut off the SKRs
         await env.rotation.wait_current(within=20)
         ca = time.monotonic()
-        await env.drop_old_ca()
+        await env.inject(DropOldCa())
         dropped = time.monotonic()
     finally:
         stop.set()

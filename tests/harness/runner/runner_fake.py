@@ -148,17 +148,9 @@ class FakeSession:
 
     # -- changes -------------------------------------------------------------------
     async def fault(self, fault: Fault) -> FaultRecord:
-        self.calls.append(f"fault {fault.target} {fault.action} {sorted(fault.params)}")
+        self.calls.append(f"fault {fault!r}")
         now = time.time()
         return FaultRecord(now, fault.target, fault.action, now, "done")
-
-    async def set_kcp_fault(
-        self, *, delay: float = 0.0, abort_percent: float = 0.0, abort_status: int = 503
-    ) -> None:
-        self.calls.append(f"kcp delay={delay} abort={abort_percent} status={abort_status}")
-
-    async def clear_kcp_fault(self) -> None:
-        self.calls.append("kcp clear")
 
     async def apply_watcher(self, obj: Mapping[str, Any]) -> None:
         self.calls.append(f"watcher apply {obj['metadata']['name']}")

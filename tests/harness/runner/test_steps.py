@@ -8,6 +8,16 @@ import time
 import pytest
 from runner_fake import FakeSession, opener
 
+from harness.faults import (
+    DropOldCa,
+    KcpFault,
+    Lifecycle,
+    Part,
+    PartFault,
+    RotateCa,
+    RotateLeaves,
+    kcp_injection,
+)
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import Branch
 from harness.runner import RunOptions, run_scenario
@@ -138,12 +148,12 @@ steps:
 """
     )
     assert session.calls == [
-        "fault webhook/skr-a kill []",
-        "kcp delay=0.1 abort=50.0 status=503",
-        "kcp clear",
-        "fault certificates rotate-leaf [('skrs', ['skr-a'])]",
-        "fault certificates rotate-ca []",
-        "fault certificates drop-old-ca []",
+        f"fault {PartFault(Part.WEBHOOK, 'skr-a', Lifecycle.KILL)!r}",
+        f"fault {KcpFault(kcp_injection(delay=0.1, abort_percent=50.0))!r}",
+        f"fault {KcpFault(None)!r}",
+        f"fault {RotateLeaves(('skr-a',))!r}",
+        f"fault {RotateCa()!r}",
+        f"fault {DropOldCa()!r}",
         "watcher delete kcp-system/cms",
     ]
     assert report.status is Status.SKIPPED  # it ran, but checked nothing

@@ -176,12 +176,13 @@ def test_empty_cn_skr_certificate() -> None:
 
 
 def test_drop_old_ca_and_rotation_clusters() -> None:
+    from harness.faults import DropOldCa, RotateLeaves
     from harness.scenario import FaultOp, RotateFault
 
     scenario = loads_scenario(steps("fault: {rotate: drop-old-ca}", "fault: {rotate: leaf}"))
     drop, leaf = (op.fault for op in scenario.steps[0].try_ if isinstance(op, FaultOp))
-    assert isinstance(drop, RotateFault) and drop.action == "drop-old-ca"
-    assert isinstance(leaf, RotateFault) and leaf.action == "rotate-leaf"
+    assert isinstance(drop, RotateFault) and drop.fault == DropOldCa()
+    assert isinstance(leaf, RotateFault) and leaf.fault == RotateLeaves()
     (found,) = errors(steps("fault: {rotate: ca, clusters: [skr-a]}"))
     assert "clusters is for leaf only" in found
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates
@@ -35,7 +34,6 @@ from harness.skr.install import SkrInstallation
 from watcher import pki
 from watcher.domain import KCP_NAMESPACE
 
-RotationKind = Literal["leaf", "ca"]
 GATEWAY_DNS_NAMES = ("localhost",)
 
 
@@ -83,17 +81,6 @@ class CertificateRotation:
         if skrs is None:
             return list(self.fleet)
         return [self.fleet[name] for name in skrs]
-
-    async def rotate(self, kind: RotationKind, skrs: Sequence[str] | None = None) -> None:
-        """``leaf`` for ``skrs`` (default all), or ``ca`` (always every SKR)."""
-        if kind == "leaf":
-            await self.rotate_leaves(skrs)
-        elif kind == "ca":
-            if skrs is not None and sorted(skrs) != sorted(i.cluster.name for i in self.fleet):
-                raise RotationError("a CA rotation re-issues every SKR; do not pass skrs")
-            await self.rotate_ca()
-        else:
-            raise RotationError(f"unknown rotation kind {kind!r}; use 'leaf' or 'ca'")
 
     async def rotate_leaves(self, skrs: Sequence[str] | None = None) -> None:
         """Renew the chosen Kymas' certificates; returns once every webhook serves its new one."""
@@ -185,4 +172,4 @@ class CertificateRotation:
             await inst.wait_serving(inst.leaf, within=max(deadline - loop.time(), 1.0))
 
 
-__all__ = ["CertificateRotation", "RotationError", "RotationKind", "issue_gateway_certificate"]
+__all__ = ["CertificateRotation", "RotationError", "issue_gateway_certificate"]

@@ -4,6 +4,7 @@ Modules, in the order a start-up uses them:
 
 * ``binaries`` — find etcd, build and cache kube-apiserver (also a command line)
 * ``process`` — one object owns one external process (start, readiness, stop, record)
+* ``safety_net`` — kills the process groups whose owner never got to stop them
 * ``etcd`` / ``apiserver`` — the two servers, each with its own temp dir and certificates
 * ``plane`` — the ``ClusterBackend`` protocol and the ``local`` backend composing them
 

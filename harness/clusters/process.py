@@ -12,28 +12,27 @@ owns them. :class:`OwnedProcess` is that owner, modelled on controller-runtime's
   crash is reported at once instead of after the timeout, and no fixed sleep is needed;
 * stop is SIGTERM to the process group, a bounded wait, then SIGKILL — always by group id,
   never by name — and it returns only when no live member of the group is left;
-* a module-level safety net kills every group still owned when the interpreter exits
-  (including after Ctrl-C) or receives SIGTERM, for the cases where ``__aexit__`` never runs.
+* every group is registered with :mod:`harness.clusters.safety_net`, which kills it when
+  the interpreter exits or receives SIGTERM, for the cases where ``__aexit__`` never runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import shlex
 import signal
-import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import IO, Self
 
-from harness.clusters import ports, procfs
+from harness.clusters import procfs
+from harness.clusters.safety_net import safety_net
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
 
 Probe = Callable[[], Awaitable[bool]]
@@ -69,6 +68,13 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     except FileNotFoundError:
         return ""
     return b"".join(tail).decode("utf-8", "replace").rstrip("\n")
+
+
+def with_log_tail(headline: str, path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """``headline``, the last ``lines`` lines of the log at ``path`` and where the full log is."""
+    tail = log_tail(path, lines)
+    body = f"\n--- last {lines} lines of {path} ---\n{tail}" if tail else ""
+    return f"{headline}{body}\n--- full log: {path}"
 
 
 class OwnedProcess:
@@ -179,7 +185,7 @@ class OwnedProcess:
         self.record.started_at = time.time()
         # start_new_session makes the child a session and group leader: pgid == pid.
         self._pgid = self._proc.pid
-        _safety_net.register(self._pgid, self.name)
+        safety_net.register(self._pgid, self.name)
 
     def _open_log(self) -> IO[bytes]:
         path = self.record.log_path
@@ -273,7 +279,7 @@ class OwnedProcess:
             raise
         finally:
             if not procfs.group_members(pgid):  # else the safety net still has to kill it
-                _safety_net.unregister(pgid)
+                safety_net.unregister(pgid)
         self.record.exit_code = proc.returncode
         return proc.returncode
 
@@ -310,12 +316,6 @@ class OwnedProcess:
 
     # -- error messages ---------------------------------------------------------------
 
-    def _with_log(self, headline: str) -> str:
-        path = self.record.log_path
-        tail = self.log_tail()
-        body = f"\n--- last {LOG_TAIL_LINES} lines of {path} ---\n{tail}" if tail else ""
-        return f"{headline}{body}\n--- full log: {path}"
-
     def _exited_early_error(self, now: float) -> ProcessExitedEarly:
         proc = self._require_started()
         self.record.exit_code = proc.returncode
@@ -323,87 +323,11 @@ class OwnedProcess:
             f"{self.name} exited with code {proc.returncode} before it was ready "
             f"(after {now - self._spawned_at:.1f} s; pid {proc.pid})"
         )
-        return ProcessExitedEarly(self._with_log(headline))
+        return ProcessExitedEarly(with_log_tail(headline, self.record.log_path))
 
     def _not_ready_error(self, last_reason: str) -> ProcessNotReady:
         headline = (
             f"{self.name} not ready after {self._ready_timeout:.1f} s "
             f"(still running, pid {self.record.pid}); last probe: {last_reason}"
         )
-        return ProcessNotReady(self._with_log(headline))
-
-
-class _SafetyNet:
-    """Kills process groups whose owner never got to stop them.
-
-    Runs at interpreter exit (which also follows an unhandled Ctrl-C) and on SIGTERM if
-    nobody else handles that signal. Module-level on purpose: it must outlive every owner.
-    """
-
-    def __init__(self) -> None:
-        self._groups: dict[int, str] = {}
-        self._lock = threading.Lock()
-        self._installed = False
-
-    def register(self, pgid: int, name: str) -> None:
-        with self._lock:
-            self._groups[pgid] = name
-            if not self._installed:
-                self._installed = True
-                atexit.register(self.kill_all)
-                self._install_sigterm_handler()
-
-    def unregister(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.pop(pgid, None)
-
-    def owned(self) -> dict[int, str]:
-        with self._lock:
-            return dict(self._groups)
-
-    def kill_all(self) -> None:
-        with self._lock:
-            groups, self._groups = self._groups, {}
-        for pgid in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-
-    def _install_sigterm_handler(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return  # someone else owns SIGTERM; atexit still covers a clean exit
-
-        def on_sigterm(signum: int, frame: FrameType | None) -> None:
-            self.kill_all()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, on_sigterm)
-
-
-_safety_net = _SafetyNet()
-
-
-def owned_process_groups() -> dict[int, str]:
-    """Process groups started by :class:`OwnedProcess` and not yet stopped (pgid → name)."""
-    return _safety_net.owned()
-
-
-PORT_ATTEMPTS = 3
-
-
-async def start_on_free_ports(
-    start: Callable[[], Awaitable[None]], *, attempts: int = PORT_ATTEMPTS
-) -> None:
-    """Await ``start`` — which picks fresh free ports itself each time — again while it
-    fails with :class:`ProcessExitedEarly` because another process took a port between
-    the pick and the bind (:func:`harness.clusters.ports.address_in_use`); any other
-    failure, or the last attempt's, propagates."""
-    for attempt in range(1, attempts + 1):
-        try:
-            await start()
-            return
-        except ProcessExitedEarly as exc:
-            if attempt == attempts or not ports.address_in_use(str(exc)):
-                raise
+        return ProcessNotReady(with_log_tail(headline, self.record.log_path))

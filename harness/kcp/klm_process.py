@@ -34,7 +34,8 @@ import aiohttp
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, ProcessRecord, start_on_free_ports
+from harness.clusters.ports import start_on_free_ports
+from harness.clusters.process import OwnedProcess, ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record

@@ -34,7 +34,7 @@ import aiohttp
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, Probe, start_on_free_ports
+from harness.clusters.process import OwnedProcess, Probe
 from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.listeners import Implementation
@@ -202,7 +202,7 @@ class ListenerProcess(Service):
             await self._start_once()
 
         try:
-            await start_on_free_ports(on_fresh_ports)
+            await ports.start_on_free_ports(on_fresh_ports)
         except BaseException:
             self._port = self._metrics_port = 0
             raise

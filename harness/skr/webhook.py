@@ -25,7 +25,7 @@ from typing import Self
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, Probe, ProcessRecord, start_on_free_ports
+from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -243,7 +243,7 @@ class WebhookProcess:
             await self._start_once()
 
         try:
-            await start_on_free_ports(on_fresh_ports)
+            await ports.start_on_free_ports(on_fresh_ports)
         except BaseException:
             self._webhook_port = self._metrics_port = None
             raise

@@ -10,11 +10,11 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client
 
-from harness.clusters import process, procfs
+from harness.clusters import procfs
 from harness.clusters.binaries import Binaries
 from harness.clusters.etcd import Etcd
 from harness.clusters.plane import Cluster, ClusterBackend, LocalBackend
-from harness.clusters.process import owned_process_groups
+from harness.clusters.safety_net import owned_process_groups, safety_net
 from harness.errors import ClusterError, ProcessExitedEarly
 
 pytestmark = pytest.mark.e2e
@@ -86,7 +86,7 @@ async def test_a_failing_api_server_unwinds_everything_started(
 ) -> None:
     started_groups: list[int] = []
     created_dirs: list[Path] = []
-    register = process._safety_net.register
+    register = safety_net.register
     mkdtemp = tempfile.mkdtemp
 
     def recording_register(pgid: int, name: str) -> None:
@@ -98,7 +98,7 @@ async def test_a_failing_api_server_unwinds_everything_started(
         created_dirs.append(Path(path))
         return str(path)
 
-    monkeypatch.setattr(process._safety_net, "register", recording_register)
+    monkeypatch.setattr(safety_net, "register", recording_register)
     monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
 
     backend = LocalBackend(cluster_binaries, extra_args={"skr-b": ["--no-such-flag=1"]})

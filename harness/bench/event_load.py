@@ -3,7 +3,7 @@
 On a 2-core machine a Python TLS client costs about as much CPU per event as Envoy and the
 listener together, so with the load generator in this process the wall rate measures the
 generator. ``tools/event-load`` (Go standard library only, built and cached by
-:func:`harness.clusters.binaries.ensure_event_load`) sends the same POSTs from its own
+:func:`harness.clusters.go_tools.ensure_event_load`) sends the same POSTs from its own
 process for a fraction of that CPU and reports its own CPU next to the servers'.
 
 What it is given: the URL, a JSON file of identities (one client certificate, key and CA
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.clusters.binaries import ensure_event_load
+from harness.clusters.go_tools import ensure_event_load
 from harness.clusters.process import OwnedProcess
 from harness.errors import BinaryUnavailable
 

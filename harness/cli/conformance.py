@@ -84,7 +84,7 @@ async def _run(args: argparse.Namespace, workdir: Path) -> list[tuple[str, list[
         directory = workdir / "listener"
         directory.mkdir()
         if args.listener == "upstream":
-            from harness.clusters.binaries import ensure_upstream_listener
+            from harness.clusters.go_tools import ensure_upstream_listener
 
             binary = await asyncio.to_thread(ensure_upstream_listener)
             results = await check_listener(upstream_command(binary), directory)

@@ -25,7 +25,7 @@ DOWN_TIMEOUT = 60.0
 
 
 def state_dir() -> Path:
-    from harness.clusters.binaries import cache_root
+    from harness.clusters.go_build import cache_root
 
     return cache_root() / "envs"
 

@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.clusters.binaries import ensure_upstream_listener
+from harness.clusters.go_tools import ensure_upstream_listener
 from harness.environment.events import EventLog
 from harness.environment.spec import Service
 from harness.faults import FaultError

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.clusters.binaries import Binaries, cache_root, ensure_binaries, kube_apiserver_path
+from harness.clusters.binaries import Binaries, ensure_binaries, kube_apiserver_path
+from harness.clusters.go_build import cache_root
 from harness.errors import BinaryUnavailable
 
 FIRST_BUILD_TIMEOUT = 1800  # s: compiling kube-apiserver on 2 cores takes minutes

@@ -22,7 +22,8 @@ from aiohttp import web
 
 from harness.bench.event_load import Identity, command, identities_json, run_event_load
 from harness.bench.gatewaykit import issue_skrs, write_file
-from harness.clusters import binaries
+from harness.clusters import go_tools
+from harness.clusters.installed_programs import find_go
 from harness.clusters.ports import free_port
 from harness.errors import BinaryUnavailable
 from watcher import pki
@@ -36,7 +37,7 @@ REFUSED = "runtime-0002"
 @pytest.fixture(scope="module")
 def event_load() -> Path:
     try:
-        return binaries.ensure_event_load()
+        return go_tools.ensure_event_load()
     except BinaryUnavailable as e:
         pytest.skip(f"Go unavailable: {e}")
 
@@ -173,10 +174,10 @@ def test_bad_input_is_refused_with_a_message(event_load: Path, tmp_path: Path) -
 
 
 def test_go_unit_tests_pass(event_load: Path) -> None:
-    go = binaries.find_go(needed_for="tools/event-load's tests")
+    go = find_go(needed_for="tools/event-load's tests")
     run = subprocess.run(
         [str(go), "test", "./..."],
-        cwd=binaries.EVENT_LOAD_DIR,
+        cwd=go_tools.EVENT_LOAD_DIR,
         env=dict(os.environ, CGO_ENABLED="0"),
         capture_output=True,
         text=True,

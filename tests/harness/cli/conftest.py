@@ -11,7 +11,7 @@ import pytest
 def own_harness_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """`up` state files go to this test's cache (so they never meet a user's environment);
     the cluster binaries stay shared. The cache directory."""
-    from harness.clusters.binaries import cache_root
+    from harness.clusters.go_build import cache_root
 
     shared = cache_root()
     cache = tmp_path / "cache"

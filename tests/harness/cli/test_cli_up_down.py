@@ -18,7 +18,7 @@ from harness.cli.up_state import state_file
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """State files go to this test's cache; the kube-apiserver binary stays shared."""
-    from harness.clusters.binaries import cache_root
+    from harness.clusters.go_build import cache_root
 
     shared = cache_root()
     monkeypatch.setenv("WATCHER_HARNESS_CACHE", str(tmp_path / "cache"))

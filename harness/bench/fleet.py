@@ -107,14 +107,8 @@ from harness.kcp.lifecycle_manager.manager import (
     Reconcile,
     Trigger,
 )
-from harness.kube import (
-    KYMAS,
-    Conflict,
-    apply_crds,
-    create,
-    ensure_namespace,
-    warm_up_writes,
-)
+from harness.kube import KYMAS, Conflict, create, ensure_namespace, warm_up_writes
+from harness.kube.crds import apply_crds
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import TlsFiles

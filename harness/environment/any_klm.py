@@ -67,11 +67,11 @@ from harness.kube import (
     SECRETS,
     WATCHERS,
     Resource,
-    apply_crds,
     create_or_replace,
     ensure_namespace,
     get,
 )
+from harness.kube.crds import apply_crds
 from harness.platform.cert_manager import CertManager
 from harness.platform.kubelet import Kubelet
 from harness.skr.webhook import webhook_executable

@@ -69,11 +69,11 @@ from harness.kube import (
     MODULE_TEMPLATES,
     VIRTUAL_SERVICES,
     WATCHERS,
-    apply_crds,
     create_or_replace,
     ensure_namespace,
     warm_up_writes,
 )
+from harness.kube.crds import apply_crds
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
 from watcher import pki

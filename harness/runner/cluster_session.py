@@ -39,8 +39,8 @@ from harness.kube import (
     list_objects,
     merge_patch,
     request,
-    watch_objects,
 )
+from harness.kube.watch import watch_objects
 from harness.scenario import KCP, ObjectWatch, ResourceRef, Selection
 from harness.scenario.expectations import gateway_stat_name
 from watcher.render.envoy_settings import GatewayListener

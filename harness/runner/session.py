@@ -205,7 +205,7 @@ class Session(Protocol):
         ``ADDED``/``MODIFIED``/``DELETED`` with the object, and ``SYNCED`` each time a
         (re-)list has been reported — the first one means every object that existed has
         been. Errors (an unreachable API server, a type not yet served) are retried, not
-        raised (:func:`harness.kube.watch_objects`)."""
+        raised (:func:`harness.kube.watch.watch_objects`)."""
         ...
 
     def builtins(self) -> dict[str, Any]:

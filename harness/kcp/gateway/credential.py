@@ -21,7 +21,8 @@ from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
 from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
-from harness.kube import SECRETS, watch_objects
+from harness.kube import SECRETS
+from harness.kube.watch import watch_objects
 from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE
 
 logger = logging.getLogger("harness.kcp.gateway.credential")

@@ -24,7 +24,8 @@ from typing import Any, Protocol, Self
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError
-from harness.kube import VIRTUAL_SERVICES, Backoff, get, object_key, watch_objects
+from harness.kube import VIRTUAL_SERVICES, get, object_key
+from harness.kube.watch import Backoff, watch_objects
 from watcher.render.envoy import routes_from_virtual_service
 from watcher.render.errors import RenderError
 
@@ -158,7 +159,7 @@ class VirtualServiceSync:
     # -- watch ------------------------------------------------------------------------
 
     async def _watch_loop(self) -> None:
-        """Mirror the VirtualServices; ``harness.kube.watch_objects`` re-lists and backs off."""
+        """Mirror the VirtualServices; ``watch_objects`` re-lists and backs off."""
         async for kind, obj in watch_objects(
             self._api,
             VIRTUAL_SERVICES,

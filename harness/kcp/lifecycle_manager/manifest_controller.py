@@ -21,7 +21,8 @@ from kubernetes_asyncio.client import ApiClient
 from harness.aio import Service, spawn, stop_tasks
 from harness.kcp.lifecycle_manager.kyma.modules import INSTALL_ANNOTATION
 from harness.kcp.lifecycle_manager.kyma.status import ERROR, READY
-from harness.kube import MANIFESTS, KubeError, NotFound, merge_patch, object_key, watch_objects
+from harness.kube import MANIFESTS, KubeError, NotFound, merge_patch, object_key
+from harness.kube.watch import watch_objects
 from watcher.domain import KCP_NAMESPACE, KYMA_NAME_LABEL
 
 logger = logging.getLogger("harness.kcp.manifest")

@@ -39,8 +39,8 @@ from harness.kube import (
     get,
     merge_patch,
     object_key,
-    watch_objects,
 )
+from harness.kube.watch import watch_objects
 from watcher.errors import InvalidWatcher
 from watcher.render.virtualservice import render_virtual_service
 from watcher.render.watcher_cr import Watcher, parse_watcher

@@ -28,6 +28,7 @@ from harness import kube
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
 from harness.kube import Obj, Resource
+from harness.kube.watch import watch_objects
 from harness.platform.cert_manager import decisions as d
 from harness.platform.cert_manager import spec
 from harness.platform.cert_manager.signing import issue, key_fits
@@ -129,7 +130,7 @@ class CertManager(Service):
     # -- it is handled is handled again afterwards, never twice at once
 
     async def _watch(self, resource: Resource, synced: asyncio.Event) -> None:
-        async for kind, obj in kube.watch_objects(self._api, resource):
+        async for kind, obj in watch_objects(self._api, resource):
             key = kube.object_key(obj)
             if kind == "SYNCED":
                 synced.set()

@@ -22,6 +22,7 @@ from harness import kube
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters.process import ProcessRecord
 from harness.errors import HarnessError
+from harness.kube.watch import watch_objects
 from harness.platform.kubelet import pods as plans
 from harness.platform.kubelet import status
 from harness.platform.kubelet.container import Node, Pod, PodRecord
@@ -139,7 +140,7 @@ class Kubelet(Service):
 
     async def _watch(self, resource: kube.Resource, namespace: str, synced: asyncio.Event) -> None:
         seen = self._seen[resource.plural]
-        async for kind, obj in kube.watch_objects(self.api, resource, namespace=namespace):
+        async for kind, obj in watch_objects(self.api, resource, namespace=namespace):
             key = kube.object_key(obj)
             if kind == "SYNCED":
                 synced.set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.kube import load_yaml_documents
+from harness.kube.crds import load_yaml_documents
 from harness.runner.context import RunContext
 from harness.scenario import Apply
 

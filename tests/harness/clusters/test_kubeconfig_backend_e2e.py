@@ -15,16 +15,8 @@ from harness.clusters.ownership import ALL_KINDS, MANAGED_BY_LABEL, RUN_LABEL, i
 from harness.clusters.plane import Cluster, LocalBackend
 from harness.clusters.selection import ClusterTarget
 from harness.errors import ClusterError
-from harness.kube import (
-    CRDS,
-    NAMESPACES,
-    WATCHERS,
-    apply_crds,
-    create,
-    ensure_namespace,
-    get,
-    merge_patch,
-)
+from harness.kube import CRDS, NAMESPACES, WATCHERS, create, ensure_namespace, get, merge_patch
+from harness.kube.crds import apply_crds
 from watcher.render.watcher_cr import klm_watcher_dict
 
 pytestmark = pytest.mark.e2e

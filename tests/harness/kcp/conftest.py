@@ -9,7 +9,8 @@ import pytest
 
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import Cluster, LocalBackend
-from harness.kube import apply_crds, ensure_namespace
+from harness.kube import ensure_namespace
+from harness.kube.crds import apply_crds
 
 HERE = Path(__file__).parent
 CRDS = [HERE.parents[2] / "fixtures" / "crds" / f"{n}.yaml" for n in ("watcher", "kyma", "istio")]

@@ -12,7 +12,7 @@ from harness.kcp.lifecycle_manager.watcher_health import (
     health_condition,
     webhook_call_failure,
 )
-from harness.kube import KubeError, _error
+from harness.kube import KubeError, error_for_status
 from harness.skr.certs import CertificateOverride
 from watcher.health.state import Reason, RuntimeHealth, State
 
@@ -60,7 +60,7 @@ def _answer(status: int, reason: str, message: str) -> KubeError:
         {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
          "reason": reason, "code": status}
     )  # fmt: skip
-    return _error(status, "PATCH", "/api/v1/namespaces/kyma-system/configmaps/hb", body)
+    return error_for_status(status, "PATCH", "/api/v1/namespaces/kyma-system/configmaps/hb", body)
 
 
 def test_a_webhook_that_could_not_be_called_held_the_heartbeat_it_did_not_refuse_it() -> None:

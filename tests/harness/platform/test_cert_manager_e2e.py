@@ -21,7 +21,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import Cluster, LocalBackend
-from harness.kube import SECRETS, apply_crds, create, delete, ensure_namespace, get, merge_patch
+from harness.kube import SECRETS, create, delete, ensure_namespace, get, merge_patch
+from harness.kube.crds import apply_crds
 from harness.platform.cert_manager import CERTIFICATES, ISSUERS, CertManager, CertManagerError
 from watcher import pki
 

@@ -20,7 +20,8 @@ from kubernetes_asyncio.client import ApiClient
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kube import KYMAS, Backoff, object_key, watch_objects
+from harness.kube import KYMAS, object_key
+from harness.kube.watch import Backoff, watch_objects
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKIP_RECONCILIATION_LABEL
 from watcher.model import ObjectKey
 

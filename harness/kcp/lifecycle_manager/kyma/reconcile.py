@@ -59,16 +59,15 @@ from harness.kube import (
     KubeError,
     NotFound,
     Resource,
-    apply_crds,
     create,
     create_or_replace,
     delete,
     ensure_namespace,
     get,
     list_objects,
-    load_yaml_documents,
     merge_patch,
 )
+from harness.kube.crds import apply_crds, load_yaml_documents
 from watcher.domain import (
     KCP_NAMESPACE,
     KYMA_FINALIZER,

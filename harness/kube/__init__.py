@@ -1,10 +1,10 @@
 """Small Kubernetes helpers on a ``kubernetes_asyncio`` ApiClient, for any resource by path.
 
-One job: talk to an API server about arbitrary objects as plain dicts — apply CRDs and
-wait until they are Established, server-side apply / create-or-replace / patch / delete,
-and ``watch_objects``: list+watch with resourceVersion bookkeeping, a re-list on
-410 Gone (reporting objects that vanished meanwhile as deleted) and bounded backoff on
-errors, as an async iterator of ``(type, object)`` that any controller can consume.
+One job: talk to an API server about arbitrary objects as plain dicts — get, list, create,
+server-side apply, create-or-replace, merge patch, delete — with a :class:`KubeError`
+subclass per failure worth telling apart, and the resources the harness addresses. Applying
+CRDs is :mod:`harness.kube.crds`; list+watch as an async iterator is
+:mod:`harness.kube.watch`.
 """
 
 from __future__ import annotations
@@ -12,26 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
-import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 from urllib.parse import quote
 
 import aiohttp
-import yaml
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from harness.errors import HarnessError
 
-logger = logging.getLogger("harness.kube")
-
 FIELD_MANAGER = "watcher-harness"
 Obj = dict[str, Any]
-WatchType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
 
 
 class KubeError(HarnessError, RuntimeError):
@@ -67,7 +60,8 @@ class NotEstablished(KubeError, TimeoutError):
 _BY_STATUS: dict[int, type[KubeError]] = {404: NotFound, 409: Conflict, 410: Gone}
 
 
-def _error(status: int, method: str, path: str, body: str | bytes | None) -> KubeError:
+def error_for_status(status: int, method: str, path: str, body: str | bytes | None) -> KubeError:
+    """The :class:`KubeError` (subclass by status) for an answer with ``body``."""
     reason, message = "", (body.decode(errors="replace") if isinstance(body, bytes) else body)
     try:
         status_obj = json.loads(message or "")
@@ -107,6 +101,13 @@ class Resource:
         if subresource:
             out += f"/{subresource}"
         return out
+
+    def typed(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` with this resource's apiVersion and kind where it has none (list items
+        and watch events carry none)."""
+        obj.setdefault("apiVersion", self.api_version)
+        obj.setdefault("kind", self.kind)
+        return obj
 
 
 CRDS = Resource(
@@ -151,7 +152,7 @@ def _namespace_of(obj: Mapping[str, Any]) -> str | None:
     return str(namespace) if namespace else None
 
 
-def _name_of(obj: Mapping[str, Any]) -> str:
+def name_of(obj: Mapping[str, Any]) -> str:
     name = (obj.get("metadata") or {}).get("name")
     if not name:
         raise ValueError(f"object has no metadata.name: {dict(obj)!r:.200}")
@@ -180,7 +181,7 @@ async def request(
             _return_http_data_only=True,
         )
     except ApiException as exc:
-        raise _error(exc.status or 0, method, path, exc.body) from None
+        raise error_for_status(exc.status or 0, method, path, exc.body) from None
     except (aiohttp.ClientError, TimeoutError) as exc:
         reached = not isinstance(exc, aiohttp.ClientConnectorError)
         raise KubeError(f"{method} {path} failed: {exc!r}", reached=reached) from exc
@@ -220,10 +221,7 @@ async def list_objects(
     """The objects (all namespaces when ``namespace`` is None) and the list's resourceVersion."""
     query = [("labelSelector", label_selector)] if label_selector else []
     answer = await request(api, "GET", resource.path(namespace), query=query)
-    items = [dict(item) for item in answer.get("items") or []]
-    for item in items:  # list items carry no apiVersion/kind; put them back
-        item.setdefault("apiVersion", resource.api_version)
-        item.setdefault("kind", resource.kind)
+    items = [resource.typed(dict(item)) for item in answer.get("items") or []]
     return items, str((answer.get("metadata") or {}).get("resourceVersion") or "")
 
 
@@ -241,7 +239,7 @@ async def apply(
 ) -> Obj:
     """Server-side apply ``obj`` (which must carry apiVersion, kind and metadata.name)."""
     query = [("fieldManager", field_manager)] + ([("force", "true")] if force else [])
-    path = resource.path(_namespace_of(obj), _name_of(obj))
+    path = resource.path(_namespace_of(obj), name_of(obj))
     return await request(
         api, "PATCH", path, query=query, body=dict(obj), content_type="application/apply-patch+yaml"
     )
@@ -251,7 +249,7 @@ async def create_or_replace(
     api: ApiClient, resource: Resource, obj: Mapping[str, Any], *, attempts: int = 5
 ) -> Obj:
     """Create ``obj``, or replace the existing object with it (retrying stale versions)."""
-    namespace, name = _namespace_of(obj), _name_of(obj)
+    namespace, name = _namespace_of(obj), name_of(obj)
     for _ in range(attempts):
         current = await get(api, resource, name, namespace)
         if current is None:
@@ -324,164 +322,3 @@ async def warm_up_writes(api: ApiClient, resources: Iterable[Resource], namespac
             )
 
     await asyncio.gather(*(one(r) for r in resources))
-
-
-def load_yaml_documents(path: str | Path) -> list[Obj]:
-    """The non-empty YAML documents of a file."""
-    with open(path, encoding="utf-8") as stream:
-        return [dict(doc) for doc in yaml.safe_load_all(stream) if doc]
-
-
-def _established(crd: Mapping[str, Any]) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-
-
-async def apply_crds(
-    api: ApiClient,
-    paths: Iterable[str | Path],
-    *,
-    within: float = 30.0,
-    poll: float = 0.05,
-) -> list[str]:
-    """Server-side apply every CRD in the YAML files; return their names once Established."""
-    names: list[str] = []
-    for path in paths:
-        for doc in load_yaml_documents(path):
-            if doc.get("kind") != "CustomResourceDefinition":
-                kind = doc.get("kind")
-                raise KubeError(f"{path}: expected only CustomResourceDefinitions, got {kind!r}")
-            names.append(_name_of(await apply(api, CRDS, doc)))
-    deadline = time.monotonic() + within
-    for name in names:
-        while True:
-            crd = await get(api, CRDS, name)
-            if crd is not None and _established(crd):
-                break
-            if time.monotonic() >= deadline:
-                conditions = (crd or {}).get("status", {}).get("conditions")
-                raise NotEstablished(
-                    f"CRD {name} not Established within {within:g} s; last conditions: "
-                    f"{conditions!r}; check the API server log"
-                )
-            await asyncio.sleep(poll)
-    return names
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Delays between attempts after errors: ``initial`` doubling up to ``maximum``."""
-
-    initial: float = 0.1
-    maximum: float = 5.0
-    factor: float = 2.0
-
-
-async def _watch_once(
-    api: ApiClient,
-    resource: Resource,
-    namespace: str | None,
-    rv: str,
-    label_selector: str | None,
-    timeout_seconds: int,
-) -> AsyncIterator[tuple[str, Obj]]:
-    """One watch request from ``rv`` until the server ends it; ``Gone`` on 410."""
-    path = resource.path(namespace)
-    query = [
-        ("watch", "true"),
-        ("allowWatchBookmarks", "true"),
-        ("resourceVersion", rv),
-        ("timeoutSeconds", str(timeout_seconds)),
-    ]
-    if label_selector:
-        query.append(("labelSelector", label_selector))
-    try:
-        response = await api.call_api(
-            path,
-            "GET",
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 15),
-        )
-    except ApiException as exc:
-        raise _error(exc.status or 0, "WATCH", path, exc.body) from None
-    async with response:
-        if response.status != 200:
-            raise _error(response.status, "WATCH", path, await response.read())
-        while True:
-            line = await response.content.readline()
-            if not line:
-                return
-            event = json.loads(line)
-            kind, obj = str(event.get("type", "")), event.get("object") or {}
-            if kind == "ERROR":
-                code = int(obj.get("code") or 0)
-                raise _error(code, "WATCH", path, json.dumps(obj))
-            yield kind, obj
-
-
-async def watch_objects(
-    api: ApiClient,
-    resource: Resource,
-    *,
-    namespace: str | None = None,
-    label_selector: str | None = None,
-    timeout_seconds: int = 60,
-    backoff: Backoff = Backoff(),
-) -> AsyncIterator[tuple[WatchType, Obj]]:
-    """List, then watch from the list's resourceVersion, forever (until the caller stops).
-
-    Yields ``ADDED`` / ``MODIFIED`` / ``DELETED`` with the object, and ``SYNCED`` (with
-    ``{"metadata": {"resourceVersion": ...}}``) each time a (re-)list has been fully
-    reported — the first ``SYNCED`` means the consumer has seen every existing object.
-    On 410 Gone it lists again and reports objects that vanished meanwhile as ``DELETED``
-    and changed ones as ``MODIFIED``. Other errors (network, 5xx, a resource type not yet
-    defined) are logged and retried after a bounded, growing delay.
-    """
-    known: dict[str, Obj] = {}
-    rv: str | None = None
-    delay = backoff.initial
-    where = f"{resource.plural} in {namespace or 'all namespaces'}"
-    while True:
-        try:
-            if rv is None:
-                items, rv = await list_objects(
-                    api, resource, namespace, label_selector=label_selector
-                )
-                current = {object_key(item): item for item in items}
-                for key, item in current.items():
-                    old = known.get(key)
-                    if old is None:
-                        yield "ADDED", item
-                    elif resource_version(old) != resource_version(item):
-                        yield "MODIFIED", item
-                for key in known.keys() - current.keys():
-                    yield "DELETED", known[key]
-                known = current
-                delay = backoff.initial
-                yield "SYNCED", {"metadata": {"resourceVersion": rv}}
-            async for kind, obj in _watch_once(
-                api, resource, namespace, rv, label_selector, timeout_seconds
-            ):
-                rv = resource_version(obj) or rv
-                delay = backoff.initial
-                if kind == "BOOKMARK":
-                    continue
-                obj.setdefault("apiVersion", resource.api_version)
-                obj.setdefault("kind", resource.kind)
-                key = object_key(obj)
-                if kind == "DELETED":
-                    known.pop(key, None)
-                    yield "DELETED", obj
-                elif kind in ("ADDED", "MODIFIED"):
-                    known[key] = obj
-                    yield cast(WatchType, kind), obj
-        except Gone:
-            logger.info("watch of %s expired (410 Gone); listing again", where)
-            rv = None
-        except (KubeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            logger.warning("watch of %s failed, retrying in %.1f s: %s", where, delay, exc)
-            await asyncio.sleep(delay)
-            delay = min(delay * backoff.factor, backoff.maximum)

@@ -1,0 +1,151 @@
+"""Watching a resource as any controller needs it: list, then watch, for as long as asked.
+
+:func:`watch_objects` keeps the resourceVersion bookkeeping in one place: a re-list on
+410 Gone (reporting objects that vanished meanwhile as deleted), bookmarks, and a bounded,
+growing backoff on errors, as an async iterator of ``(type, object)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal, cast
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from harness.kube import (
+    Gone,
+    KubeError,
+    Obj,
+    Resource,
+    error_for_status,
+    list_objects,
+    object_key,
+    resource_version,
+)
+
+logger = logging.getLogger("harness.kube")
+
+WatchType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays between attempts after errors: ``initial`` doubling up to ``maximum``."""
+
+    initial: float = 0.1
+    maximum: float = 5.0
+    factor: float = 2.0
+
+
+async def _watch_once(
+    api: ApiClient,
+    resource: Resource,
+    namespace: str | None,
+    rv: str,
+    label_selector: str | None,
+    timeout_seconds: int,
+) -> AsyncIterator[tuple[str, Obj]]:
+    """One watch request from ``rv`` until the server ends it; ``Gone`` on 410."""
+    path = resource.path(namespace)
+    query = [
+        ("watch", "true"),
+        ("allowWatchBookmarks", "true"),
+        ("resourceVersion", rv),
+        ("timeoutSeconds", str(timeout_seconds)),
+    ]
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    try:
+        response = await api.call_api(
+            path,
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 15),
+        )
+    except ApiException as exc:
+        raise error_for_status(exc.status or 0, "WATCH", path, exc.body) from None
+    async with response:
+        if response.status != 200:
+            raise error_for_status(response.status, "WATCH", path, await response.read())
+        while True:
+            line = await response.content.readline()
+            if not line:
+                return
+            event = json.loads(line)
+            kind, obj = str(event.get("type", "")), event.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code") or 0)
+                raise error_for_status(code, "WATCH", path, json.dumps(obj))
+            yield kind, obj
+
+
+async def watch_objects(
+    api: ApiClient,
+    resource: Resource,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    timeout_seconds: int = 60,
+    backoff: Backoff = Backoff(),
+) -> AsyncIterator[tuple[WatchType, Obj]]:
+    """List, then watch from the list's resourceVersion, forever (until the caller stops).
+
+    Yields ``ADDED`` / ``MODIFIED`` / ``DELETED`` with the object, and ``SYNCED`` (with
+    ``{"metadata": {"resourceVersion": ...}}``) each time a (re-)list has been fully
+    reported — the first ``SYNCED`` means the consumer has seen every existing object.
+    On 410 Gone it lists again and reports objects that vanished meanwhile as ``DELETED``
+    and changed ones as ``MODIFIED``. Other errors (network, 5xx, a resource type not yet
+    defined) are logged and retried after a bounded, growing delay.
+    """
+    known: dict[str, Obj] = {}
+    rv: str | None = None
+    delay = backoff.initial
+    where = f"{resource.plural} in {namespace or 'all namespaces'}"
+    while True:
+        try:
+            if rv is None:
+                items, rv = await list_objects(
+                    api, resource, namespace, label_selector=label_selector
+                )
+                current = {object_key(item): item for item in items}
+                for key, item in current.items():
+                    old = known.get(key)
+                    if old is None:
+                        yield "ADDED", item
+                    elif resource_version(old) != resource_version(item):
+                        yield "MODIFIED", item
+                for key in known.keys() - current.keys():
+                    yield "DELETED", known[key]
+                known = current
+                delay = backoff.initial
+                yield "SYNCED", {"metadata": {"resourceVersion": rv}}
+            async for kind, obj in _watch_once(
+                api, resource, namespace, rv, label_selector, timeout_seconds
+            ):
+                rv = resource_version(obj) or rv
+                delay = backoff.initial
+                if kind == "BOOKMARK":
+                    continue
+                key = object_key(resource.typed(obj))
+                if kind == "DELETED":
+                    known.pop(key, None)
+                    yield "DELETED", obj
+                elif kind in ("ADDED", "MODIFIED"):
+                    known[key] = obj
+                    yield cast(WatchType, kind), obj
+        except Gone:
+            logger.info("watch of %s expired (410 Gone); listing again", where)
+            rv = None
+        except (KubeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            logger.warning("watch of %s failed, retrying in %.1f s: %s", where, delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * backoff.factor, backoff.maximum)

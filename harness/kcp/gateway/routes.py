@@ -23,7 +23,8 @@ from typing import Any, Protocol, Self
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.errors import GatewayError
 from harness.kube import VIRTUAL_SERVICES, get, object_key
 from harness.kube.watch import Backoff, watch_objects
 from watcher.render.envoy import routes_from_virtual_service

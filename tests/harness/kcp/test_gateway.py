@@ -22,7 +22,8 @@ from gateway_kit import (
 
 from harness.clusters import procfs
 from harness.clusters.ports import free_port
-from harness.kcp.gateway.envoy import EnvoyGateway, GatewayError, GatewayUpdateRejected
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.errors import GatewayError, GatewayUpdateRejected
 from watcher.listener import Listener, ListenerConfig
 from watcher.render.envoy import FaultInjection
 

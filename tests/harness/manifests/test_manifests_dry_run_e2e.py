@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import Environment, LocalBackend
-from harness.kcp.gateway.envoy import default_envoy
+from harness.kcp.gateway.envoy_process import default_envoy
 from harness.kcp.gateway.errors import GatewayError
 from harness.kube import KubeError, get
 from harness.manifests import build_inputs

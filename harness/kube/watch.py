@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -18,16 +18,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from harness.kube import (
-    Gone,
-    KubeError,
-    Obj,
-    Resource,
-    error_for_status,
-    list_objects,
-    object_key,
-    resource_version,
-)
+from harness import kube
 
 logger = logging.getLogger("harness.kube")
 
@@ -45,12 +36,12 @@ class Backoff:
 
 async def _watch_once(
     api: ApiClient,
-    resource: Resource,
+    resource: kube.Resource,
     namespace: str | None,
     rv: str,
     label_selector: str | None,
     timeout_seconds: int,
-) -> AsyncIterator[tuple[str, Obj]]:
+) -> AsyncIterator[tuple[str, kube.Obj]]:
     """One watch request from ``rv`` until the server ends it; ``Gone`` on 410."""
     path = resource.path(namespace)
     query = [
@@ -72,10 +63,10 @@ async def _watch_once(
             _request_timeout=aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 15),
         )
     except ApiException as exc:
-        raise error_for_status(exc.status or 0, "WATCH", path, exc.body) from None
+        raise kube.error_for_status(exc.status or 0, "WATCH", path, exc.body) from None
     async with response:
         if response.status != 200:
-            raise error_for_status(response.status, "WATCH", path, await response.read())
+            raise kube.error_for_status(response.status, "WATCH", path, await response.read())
         while True:
             line = await response.content.readline()
             if not line:
@@ -84,19 +75,33 @@ async def _watch_once(
             kind, obj = str(event.get("type", "")), event.get("object") or {}
             if kind == "ERROR":
                 code = int(obj.get("code") or 0)
-                raise error_for_status(code, "WATCH", path, json.dumps(obj))
+                raise kube.error_for_status(code, "WATCH", path, json.dumps(obj))
             yield kind, obj
+
+
+def _changes_between(
+    known: dict[str, kube.Obj], current: dict[str, kube.Obj]
+) -> Iterator[tuple[WatchType, kube.Obj]]:
+    """What a (re-)list says happened since ``known``: added, modified, vanished objects."""
+    for key, item in current.items():
+        old = known.get(key)
+        if old is None:
+            yield "ADDED", item
+        elif kube.resource_version(old) != kube.resource_version(item):
+            yield "MODIFIED", item
+    for key in known.keys() - current.keys():
+        yield "DELETED", known[key]
 
 
 async def watch_objects(
     api: ApiClient,
-    resource: Resource,
+    resource: kube.Resource,
     *,
     namespace: str | None = None,
     label_selector: str | None = None,
     timeout_seconds: int = 60,
     backoff: Backoff = Backoff(),
-) -> AsyncIterator[tuple[WatchType, Obj]]:
+) -> AsyncIterator[tuple[WatchType, kube.Obj]]:
     """List, then watch from the list's resourceVersion, forever (until the caller stops).
 
     Yields ``ADDED`` / ``MODIFIED`` / ``DELETED`` with the object, and ``SYNCED`` (with
@@ -106,46 +111,40 @@ async def watch_objects(
     and changed ones as ``MODIFIED``. Other errors (network, 5xx, a resource type not yet
     defined) are logged and retried after a bounded, growing delay.
     """
-    known: dict[str, Obj] = {}
+    known: dict[str, kube.Obj] = {}
     rv: str | None = None
     delay = backoff.initial
     where = f"{resource.plural} in {namespace or 'all namespaces'}"
     while True:
         try:
             if rv is None:
-                items, rv = await list_objects(
+                items, rv = await kube.list_objects(
                     api, resource, namespace, label_selector=label_selector
                 )
-                current = {object_key(item): item for item in items}
-                for key, item in current.items():
-                    old = known.get(key)
-                    if old is None:
-                        yield "ADDED", item
-                    elif resource_version(old) != resource_version(item):
-                        yield "MODIFIED", item
-                for key in known.keys() - current.keys():
-                    yield "DELETED", known[key]
+                current = {kube.object_key(item): item for item in items}
+                for change in _changes_between(known, current):
+                    yield change
                 known = current
                 delay = backoff.initial
                 yield "SYNCED", {"metadata": {"resourceVersion": rv}}
             async for kind, obj in _watch_once(
                 api, resource, namespace, rv, label_selector, timeout_seconds
             ):
-                rv = resource_version(obj) or rv
+                rv = kube.resource_version(obj) or rv
                 delay = backoff.initial
                 if kind == "BOOKMARK":
                     continue
-                key = object_key(resource.typed(obj))
+                key = kube.object_key(resource.typed(obj))
                 if kind == "DELETED":
                     known.pop(key, None)
                     yield "DELETED", obj
                 elif kind in ("ADDED", "MODIFIED"):
                     known[key] = obj
                     yield cast(WatchType, kind), obj
-        except Gone:
+        except kube.Gone:
             logger.info("watch of %s expired (410 Gone); listing again", where)
             rv = None
-        except (KubeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        except (kube.KubeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
             logger.warning("watch of %s failed, retrying in %.1f s: %s", where, delay, exc)
             await asyncio.sleep(delay)
             delay = min(delay * backoff.factor, backoff.maximum)

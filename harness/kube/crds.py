@@ -2,7 +2,8 @@
 
 A CRD is usable only once it is Established: a custom resource written before that is
 refused. Every environment, test fixture and the KLM's SKR set-up applies its CRDs and
-waits, so :func:`apply_crds` does both in one call.
+waits, so :func:`apply_crds` does both in one call; :func:`wait_established` is the wait
+alone, for CRDs applied among other objects.
 """
 
 from __future__ import annotations
@@ -30,6 +31,25 @@ def _established(crd: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
+async def wait_established(
+    api: ApiClient, names: Iterable[str], *, within: float, poll: float = 0.05
+) -> None:
+    """Until every CRD of ``names`` is Established; :class:`NotEstablished` after ``within``."""
+    deadline = time.monotonic() + within
+    for name in names:
+        while True:
+            crd = await get(api, CRDS, name)
+            if crd is not None and _established(crd):
+                break
+            if time.monotonic() >= deadline:
+                conditions = (crd or {}).get("status", {}).get("conditions")
+                raise NotEstablished(
+                    f"CRD {name} not Established within {within:g} s; last conditions: "
+                    f"{conditions!r}; check the API server log"
+                )
+            await asyncio.sleep(poll)
+
+
 async def apply_crds(
     api: ApiClient,
     paths: Iterable[str | Path],
@@ -45,17 +65,5 @@ async def apply_crds(
                 kind = doc.get("kind")
                 raise KubeError(f"{path}: expected only CustomResourceDefinitions, got {kind!r}")
             names.append(name_of(await apply(api, CRDS, doc)))
-    deadline = time.monotonic() + within
-    for name in names:
-        while True:
-            crd = await get(api, CRDS, name)
-            if crd is not None and _established(crd):
-                break
-            if time.monotonic() >= deadline:
-                conditions = (crd or {}).get("status", {}).get("conditions")
-                raise NotEstablished(
-                    f"CRD {name} not Established within {within:g} s; last conditions: "
-                    f"{conditions!r}; check the API server log"
-                )
-            await asyncio.sleep(poll)
+    await wait_established(api, names, within=within, poll=poll)
     return names

@@ -9,8 +9,6 @@ Every failure names the object (``<kind> <namespace>/<name>``) and keeps the HTT
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,13 +24,12 @@ from harness.kube import (
     VIRTUAL_SERVICES,
     WATCHERS,
     KubeError,
-    NotEstablished,
     Obj,
     Resource,
-    get,
     object_key,
     request,
 )
+from harness.kube.crds import wait_established
 
 BUILTIN = (
     NAMESPACES,
@@ -60,25 +57,6 @@ def resource_for(obj: Mapping[str, Any], extra: Iterable[Resource] = ()) -> Reso
         if resource.api_version == api_version and resource.kind == kind:
             return resource
     raise KubeError(f"{kind} {object_key(obj)}: no known API resource for {api_version}/{kind}")
-
-
-def _established(crd: Mapping[str, Any]) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-
-
-async def _wait_established(api: ApiClient, names: list[str], within: float) -> None:
-    deadline = time.monotonic() + within
-    for name in names:
-        while True:
-            crd = await get(api, CRDS, name)
-            if crd is not None and _established(crd):
-                break
-            if time.monotonic() >= deadline:
-                raise NotEstablished(
-                    f"CRD {name} not Established within {within:g} s; check the API server log"
-                )
-            await asyncio.sleep(0.05)
 
 
 async def apply_object(
@@ -130,12 +108,12 @@ async def apply_manifests(
     for obj in objects:
         is_crd = obj.get("kind") == CRDS.kind
         if pending_crds and not is_crd:
-            await _wait_established(api, pending_crds, crd_timeout)
+            await wait_established(api, pending_crds, within=crd_timeout)
             pending_crds = []
         answer = await apply_object(api, obj, dry_run=dry_run, extra=extra)
         answers.append(answer)
         if is_crd and not dry_run:
             pending_crds.append(str(answer["metadata"]["name"]))
     if pending_crds:
-        await _wait_established(api, pending_crds, crd_timeout)
+        await wait_established(api, pending_crds, within=crd_timeout)
     return answers

@@ -107,8 +107,8 @@ from harness.kcp.lifecycle_manager.manager import (
     Reconcile,
     Trigger,
 )
-from harness.kube import KYMAS, Conflict, create, ensure_namespace, warm_up_writes
-from harness.kube.crds import apply_crds
+from harness.kube import KYMAS, Conflict, create, ensure_namespace
+from harness.kube.crds import apply_crds, wait_creatable
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.listener import ListenerConfig
 from watcher.render.envoy import TlsFiles
@@ -150,8 +150,7 @@ async def bounded(count: int, in_flight: int, action: Callable[[int], Awaitable[
 async def prepare_kcp(api: ApiClient) -> None:
     """``kcp-system``, the Kyma CRD as the harness installs it, and the first-write wait."""
     await ensure_namespace(api, KCP_NAMESPACE)
-    await apply_crds(api, [CRD_DIR / "kyma.yaml"])
-    await warm_up_writes(api, [KYMAS], KCP_NAMESPACE)
+    await wait_creatable(api, await apply_crds(api, [CRD_DIR / "kyma.yaml"]))
 
 
 async def create_kymas(api: ApiClient, n: int, in_flight: int) -> float:

@@ -23,18 +23,19 @@ import shutil
 import signal
 import ssl
 import tempfile
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import aiohttp
 
 from harness.clusters import ports
 from harness.clusters.certs import CertificateAuthority, service_account_key_pair
 from harness.clusters.kubeconfig import render_kubeconfig
-from harness.clusters.probes import http_get
+from harness.clusters.probes import http_get, http_post
 from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
 from harness.errors import ClusterError, ProcessExitedEarly
 
@@ -170,10 +171,16 @@ class KubeApiServer:
         ready_timeout: float = 60.0,
         options: ApiServerOptions = ApiServerOptions(),
         stop_timeout: float = 5.0,
+        crds: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """``stop_timeout``: seconds from SIGTERM to SIGKILL. With watches open, the API
-        server does not exit on SIGTERM by itself (measured: still running after 10 s);
-        etcd holds the state, so a SIGKILL after a short grace loses nothing."""
+        """``crds`` are created as soon as the server answers, while its post-start hooks
+        still run (~1 s): kube-apiserver holds every create of a CRD's objects for 2 s
+        after the CRD is Established (:func:`harness.kube.crds.wait_creatable`), and
+        those seconds pass meanwhile.
+
+        ``stop_timeout``: seconds from SIGTERM to SIGKILL. With watches open, the API server
+        does not exit on SIGTERM by itself (measured: still running after 10 s); etcd holds
+        the state, so a SIGKILL after a short grace loses nothing."""
         self.binary = binary
         self.name = name
         self.etcd_url = etcd_url
@@ -181,6 +188,7 @@ class KubeApiServer:
         self.ready_timeout = ready_timeout
         self.options = options
         self.stop_timeout = stop_timeout
+        self.crds = tuple(crds)
         self.workdir: Path | None = None
         self.files: ApiServerFiles | None = None
         self.process: OwnedProcess | None = None
@@ -255,7 +263,7 @@ class KubeApiServer:
                 f"kube-apiserver[{self.name}]",
                 self.argv(port),
                 log_path=self.log_path,
-                probe=_ready_probe(session, url, ssl_context),
+                probe=_ready_probe(session, url, ssl_context, crds=self.crds),
                 ready_timeout=self.ready_timeout,
                 stop_timeout=self.stop_timeout,
                 env=self.options.environ(),
@@ -356,10 +364,26 @@ class KubeApiServer:
         await self._stack.aclose()
 
 
-def _ready_probe(session: aiohttp.ClientSession, url: str, ssl_context: ssl.SSLContext) -> Probe:
-    """Ready = ``/readyz`` says ok and namespace ``default`` exists."""
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _ready_probe(
+    session: aiohttp.ClientSession,
+    url: str,
+    ssl_context: ssl.SSLContext,
+    *,
+    crds: Sequence[Mapping[str, Any]] = (),
+) -> Probe:
+    """Ready = ``crds`` created (each as soon as the server takes it), ``/readyz`` says ok
+    and namespace ``default`` exists."""
+    pending = list(crds)
 
     async def probe() -> bool:
+        while pending:
+            status, body = await http_post(session, f"{url}{CRDS_PATH}", pending[0], ssl_context)
+            if status not in (201, 409):  # 409: there from an earlier start (same etcd)
+                raise NotReady(f"CRD {pending[0]['metadata']['name']}: {status} {body[-200:]!r}")
+            pending.pop(0)
         status, body = await http_get(session, f"{url}/readyz", ssl_context=ssl_context)
         if status != 200 or body.strip() != "ok":
             raise NotReady(f"/readyz: {status} {body.strip()[-300:]!r}")

@@ -59,9 +59,12 @@ def open_backend(
     *,
     log_dir: Path | None = None,
     namespaces: Mapping[str, Sequence[str]] | None = None,
+    crds: Mapping[str, Sequence[Path]] | None = None,
 ) -> ClusterBackend:
     """The backend ``choice`` names. ``namespaces`` (cluster → names) are the namespaces
-    the harness installs into; backends on shared clusters create and remove them."""
+    the harness installs into; backends on shared clusters create and remove them.
+    ``crds`` (cluster → CRD files) the caller will apply: the local backend creates them
+    early, while its API servers start; the caller applies them all the same."""
     if choice.name == "kubeconfig":
         from harness.clusters.kubeconfig_backend import KubeconfigBackend
 
@@ -73,4 +76,4 @@ def open_backend(
     from harness.clusters.binaries import ensure_binaries
     from harness.clusters.plane import LocalBackend
 
-    return LocalBackend(ensure_binaries(), log_dir=log_dir)
+    return LocalBackend(ensure_binaries(), log_dir=log_dir, crds=crds)

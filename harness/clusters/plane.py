@@ -48,6 +48,7 @@ from harness.clusters.etcd import Etcd
 from harness.clusters.process import OwnedProcess, ProcessRecord
 from harness.clusters.progress import format_bytes, interactive, make_console
 from harness.errors import ClusterError
+from harness.kube.crds import load_yaml_documents
 
 USER_AGENT = "watcher-harness"
 """Also the field manager the API server records for the harness's writes."""
@@ -214,17 +215,24 @@ class LocalBackend:
         ready_timeout: float = 60.0,
         options: ApiServerOptions = ApiServerOptions(),  # noqa: B008 - frozen, shared safely
         extra_args: Mapping[str, Sequence[str]] | None = None,
+        crds: Mapping[str, Sequence[Path]] | None = None,
         console: Console | None = None,
     ) -> None:
         """``log_dir`` keeps the logs after the run (default: a temp dir deleted with it).
 
-        ``extra_args`` adds kube-apiserver flags per cluster name.
+        ``extra_args`` adds kube-apiserver flags per cluster name; ``crds`` (CRD files per
+        cluster name) are created while the API servers finish starting
+        (:class:`~harness.clusters.apiserver.KubeApiServer`).
         """
         self.binaries = binaries
         self.log_dir = log_dir
         self.ready_timeout = ready_timeout
         self.options = options
         self.extra_args = dict(extra_args or {})
+        self.crds = {
+            name: [d for p in paths for d in load_yaml_documents(p)]
+            for name, paths in (crds or {}).items()
+        }
         self.console = console or make_console()
 
     @asynccontextmanager
@@ -251,6 +259,7 @@ class LocalBackend:
                         log_path=log_dir / f"kube-apiserver-{name}.log",
                         ready_timeout=self.ready_timeout,
                         options=self._options_for(name),
+                        crds=self.crds.get(name, ()),
                     )
                     for name in names
                 ]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import aiohttp
 
@@ -26,6 +27,22 @@ async def http_get(
             return r.status, await r.text()
     except aiohttp.ClientError as e:
         raise NotReady(f"GET {url}: {type(e).__name__}: {e}") from e
+
+
+async def http_post(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: Mapping[str, Any],
+    ssl_context: ssl.SSLContext | None = None,
+) -> tuple[int, str]:
+    """POST ``body`` as JSON to ``url``; status and body, client errors as :class:`NotReady`."""
+    try:
+        async with session.post(
+            url, json=body, ssl=ssl_context if ssl_context is not None else True
+        ) as r:
+            return r.status, await r.text()
+    except aiohttp.ClientError as e:
+        raise NotReady(f"POST {url}: {type(e).__name__}: {e}") from e
 
 
 def http_probe(

@@ -20,7 +20,7 @@ import dataclasses
 import json
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -63,17 +63,11 @@ from harness.kcp.lifecycle_manager.watcher_health import SERVICE as HEALTH_SERVI
 from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
 from harness.kube import (
     GATEWAYS,
-    KYMAS,
-    MANIFESTS,
-    MODULE_RELEASE_METAS,
-    MODULE_TEMPLATES,
-    VIRTUAL_SERVICES,
     WATCHERS,
     create_or_replace,
     ensure_namespace,
-    warm_up_writes,
 )
-from harness.kube.crds import apply_crds
+from harness.kube.crds import apply_crds, wait_creatable
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
 from watcher import pki
@@ -102,28 +96,17 @@ async def _provision_kymas(env: WatcherEnvironment, within: float = 30.0) -> Non
     await wait_kymas_ready(env.kcp_api, kymas, within)
 
 
-KCP_KINDS = (
-    GATEWAYS,
-    KYMAS,
-    WATCHERS,
-    VIRTUAL_SERVICES,
-    MODULE_TEMPLATES,
-    MODULE_RELEASE_METAS,
-    MANIFESTS,
-)
-SKR_KINDS = (KYMAS, MODULE_TEMPLATES, MODULE_RELEASE_METAS)
-"""The custom resources the environment and KLM write at start, by cluster."""
+KCP_CRDS = [CRD_DIR / f"{n}.yaml" for n in ("watcher", "kyma", "istio", "catalog", "manifest")]
+"""The custom resources the KCP serves (KLM's, Istio's); the SKRs get SKR_CRDS."""
 
 
-async def _prepare_api_servers(kcp_api: ApiClient, skr_apis: Mapping[str, ApiClient]) -> None:
-    """Every custom resource type warmed up for writes (``warm_up_writes``: ~2 s once, for
-    all types and clusters together), then KLM's Istio Gateway ``kcp-system/klm-watcher``
-    (what Watchers' routes attach to)."""
+async def _prepare_api_servers(kcp_api: ApiClient, crds: Mapping[ApiClient, Sequence[str]]) -> None:
+    """Until creating custom resources no longer sleeps in any cluster
+    (:func:`~harness.kube.crds.wait_creatable`: up to 2 s after the CRDs became
+    Established), then KLM's Istio Gateway ``kcp-system/klm-watcher`` (what Watchers'
+    routes attach to)."""
     await ensure_namespace(kcp_api, KCP_NAMESPACE)
-    await asyncio.gather(
-        warm_up_writes(kcp_api, KCP_KINDS, KCP_NAMESPACE),
-        *(warm_up_writes(api, SKR_KINDS, SKR_NAMESPACE) for api in skr_apis.values()),
-    )
+    await asyncio.gather(*(wait_creatable(api, names) for api, names in crds.items()))
     await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
 
 
@@ -262,6 +245,7 @@ async def open_clusters(
             "kcp": [KCP_NAMESPACE, ISTIO_NAMESPACE],
             **{s.name: [SKR_NAMESPACE] for s in spec.skrs},
         },
+        crds={"kcp": KCP_CRDS, **{s.name: SKR_CRDS for s in spec.skrs}},
     )
     clusters = await stack.enter_async_context(backend.start(["kcp", *(s.name for s in spec.skrs)]))
     kcp_api = await stack.enter_async_context(clusters["kcp"].api_client())
@@ -280,17 +264,17 @@ async def watcher_environment(
     async with AsyncExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="watcher-env-")))
         backend, clusters, kcp_api, skr_apis = await open_clusters(stack, spec)
-        names = ("watcher", "kyma", "istio", "catalog", "manifest")
-        # The SKRs get the Kyma and catalog CRDs now, as KLM's first contact would: a new
-        # CRD's first write waits ~2 s in kube-apiserver, which passes while the rest
-        # starts instead of in each SKR's first reconcile (one after another).
-        await asyncio.gather(
-            apply_crds(kcp_api, [CRD_DIR / f"{n}.yaml" for n in names]),
+        # The SKRs get the Kyma and catalog CRDs now, as KLM's first contact would:
+        # kube-apiserver holds creates of a new CRD's objects for 2 s, which pass while
+        # the rest starts instead of in each SKR's first reconcile (one after another).
+        applied = await asyncio.gather(
+            apply_crds(kcp_api, KCP_CRDS),
             *(apply_crds(api, SKR_CRDS) for api in skr_apis.values()),
         )
+        crds = dict(zip([kcp_api, *skr_apis.values()], applied, strict=True))
         # While the rest starts: the new types' first-write wait, then KLM's Gateway (the
         # Kymas and the Watcher controller need both; awaited below).
-        prepared = spawn(_prepare_api_servers(kcp_api, skr_apis), "prepare-api-servers")
+        prepared = spawn(_prepare_api_servers(kcp_api, crds), "prepare-api-servers")
         stack.push_async_callback(stop_tasks, [prepared])
 
         host_address = await resolve_host_address(spec, backend)

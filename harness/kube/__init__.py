@@ -9,10 +9,9 @@ CRDs is :mod:`harness.kube.crds`; list+watch as an async iterator is
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import quote
@@ -298,27 +297,3 @@ async def ensure_namespace(api: ApiClient, name: str) -> None:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     with contextlib.suppress(Conflict):
         await create(api, NAMESPACES, namespace)
-
-
-async def warm_up_writes(api: ApiClient, resources: Iterable[Resource], namespace: str) -> None:
-    """Take kube-apiserver's first-write wait for resource types it has just begun to serve.
-
-    The first write of a type stalls about 2 s (measured on these API servers: the quota
-    admission adds an evaluator for the type meanwhile), while a later one takes ms. One
-    dry-run create of a bare object per type — all at once, changing nothing — takes that
-    wait in parallel instead of in front of the first real write. Errors are ignored: a
-    refused dry run warms up as well, and the real write reports real problems.
-    """
-
-    async def one(resource: Resource) -> None:
-        body = {
-            "apiVersion": resource.api_version,
-            "kind": resource.kind,
-            "metadata": {"name": "harness-warm-up", "namespace": namespace},
-        }
-        with contextlib.suppress(KubeError):
-            await request(
-                api, "POST", resource.path(namespace), query=[("dryRun", "All")], body=body
-            )
-
-    await asyncio.gather(*(one(r) for r in resources))

@@ -3,12 +3,14 @@
 A CRD is usable only once it is Established: a custom resource written before that is
 refused. Every environment, test fixture and the KLM's SKR set-up applies its CRDs and
 waits, so :func:`apply_crds` does both in one call; :func:`wait_established` is the wait
-alone, for CRDs applied among other objects.
+alone, for CRDs applied among other objects. And for 2 s after that, kube-apiserver
+sleeps 2 s in every create of the CRD's objects (:func:`wait_creatable`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,9 +28,45 @@ def load_yaml_documents(path: str | Path) -> list[Obj]:
         return [dict(doc) for doc in yaml.safe_load_all(stream) if doc]
 
 
-def _established(crd: Mapping[str, Any]) -> bool:
+CREATE_HOLD_S = 2.0
+"""kube-apiserver sleeps this long in each create of a custom resource whose CRD became
+Established less than this long ago (apiextensions-apiserver ``customresource_handler.go``,
+``justCreated``: in an HA control plane, time for the other servers to see the CRD too).
+Its clock is the condition's ``lastTransitionTime``, which is stored to the second."""
+
+
+def _established_condition(crd: Mapping[str, Any]) -> Mapping[str, Any] | None:
     conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+    for c in conditions:
+        if c.get("type") == "Established" and c.get("status") == "True":
+            return dict(c)
+    return None
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    return _established_condition(crd) is not None
+
+
+def creatable_at(crd: Mapping[str, Any]) -> float:
+    """When (``time.time()``) creates of ``crd``'s objects stop being held
+    (:data:`CREATE_HOLD_S` after Established by the condition's own clock); 0 when the
+    CRD is not Established or says no time."""
+    condition = _established_condition(crd)
+    stamp = (condition or {}).get("lastTransitionTime")
+    if not stamp:
+        return 0.0
+    established = dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    return established.timestamp() + CREATE_HOLD_S
+
+
+async def wait_creatable(api: ApiClient, names: Iterable[str]) -> None:
+    """Until creating objects of the CRDs ``names`` no longer sleeps (:data:`CREATE_HOLD_S`):
+    waiting here, alongside whatever else starts, instead of in front of a first write."""
+    crds = await asyncio.gather(*(get(api, CRDS, name) for name in names))
+    latest = max((creatable_at(crd) for crd in crds if crd is not None), default=0.0)
+    delay = latest - time.time()
+    if delay > 0:
+        await asyncio.sleep(delay + 0.05)  # the hold compares with "<": step past it
 
 
 async def wait_established(

@@ -17,7 +17,8 @@ from harness.expect.capture import capture_values
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import ObjectsSeen
-from harness.matching.objects import closest, diff, match_any, select_mismatch_summary
+from harness.matching.mismatches import diff, select_mismatch_summary
+from harness.matching.objects import closest, match_any
 from harness.matching.output import truncate
 from harness.scenario import Assert
 

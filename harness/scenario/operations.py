@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from harness.faults import Fault, parse_fault
-from harness.matching.objects import check_expressions, expression_problem
 from harness.matching.output import regex_problem
+from harness.matching.syntax import check_expressions, expression_problem
 from harness.scenario.clusters import CertificateKind
 from harness.scenario.expectations import Count, Expect
 from harness.scenario.objects import ObjectType, match_problem

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, Discriminator, Tag, ValidationError
 from pydantic_core import ErrorDetails
 
-from harness.scenario.errors import Location, ScenarioError
+from harness.scenario.errors import Loc, Location, ScenarioError
 from harness.scenario.expectations import METRIC_NAME_PATTERN, TARGET_PATTERN
 from harness.scenario.model import Scenario
 from harness.scenario.operations import (
@@ -28,7 +28,7 @@ from harness.scenario.operations import (
     OPERATIONS,
     SELECTION_CLUSTER_PATTERN,
 )
-from harness.scenario.references import Loc, ReferenceProblems
+from harness.scenario.references import ReferenceProblems
 from harness.scenario.steps import Step
 from harness.scenario.timeline import TIMELINE_FAULT_TARGET_PATTERN
 

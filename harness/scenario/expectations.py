@@ -214,11 +214,3 @@ class Expect(Model):
     def _something(self) -> Expect:
         fields = ("events", "truth", "reconciles", "rejections", "metrics", "latency", "writes")
         return self.given_any("expect", *fields, "timeline")
-
-
-def parse_target(target: str) -> tuple[str, str]:
-    """``"webhook/skr-a"`` → ``("webhook", "skr-a")``; ``"gateway"`` → ``("gateway", "")``."""
-    if not re.fullmatch(TARGET_PATTERN, target):
-        raise ValueError(f"invalid target {target!r}")
-    kind, _, name = target.partition("/")
-    return kind, name

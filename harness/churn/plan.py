@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -287,36 +287,39 @@ def check_plan(plan: Sequence[Mutation]) -> list[str]:
     """Replay ``plan`` against a fresh model; every violation as one line (empty: valid)."""
     problems: list[str] = []
     objects: dict[ObjectId, Any] = {}
-    last_at = -math.inf
     for index, m in enumerate(plan):
         where = m.describe()
         if m.id != index:
             problems.append(f"{where}: id {m.id} at position {index}")
-        if m.at < last_at:
+        if index and m.at < plan[index - 1].at:
             problems.append(f"{where}: offset goes back in time")
-        last_at = m.at
         before = objects.get(m.object_id)
         if (m.operation == "create") != (before is None):
             state = "exists" if before is not None else "does not exist"
             problems.append(f"{where}: object {state}")
             continue
-        if m.operation == "status-update" and not m.kind.has_status:
-            problems.append(f"{where}: {m.kind.resource} has no status subresource")
-        if dict(m.labels_before) != labels_of(before):
-            problems.append(f"{where}: labels_before {dict(m.labels_before)} != model")
         after = None if m.operation == "delete" else apply_merge_patch(before, m.body)
-        if m.operation == "delete" and m.body is not None:
-            problems.append(f"{where}: delete carries a body")
-        if dict(m.labels_after) != labels_of(after):
-            problems.append(f"{where}: labels_after {dict(m.labels_after)} != model")
-        if m.operation in ("spec-update", "status-update", "label-flip") and after == before:
-            problems.append(f"{where}: changes nothing")
-        if m.operation == "label-flip" and dict(m.labels_before) == dict(m.labels_after):
-            problems.append(f"{where}: label flip leaves the labels as they were")
-        if m.has_spec != ("spec" in (after or before or {})):
-            problems.append(f"{where}: has_spec {m.has_spec} disagrees with the object")
+        problems += [f"{where}: {problem}" for problem in _write_problems(m, before, after)]
         if after is None:
             objects.pop(m.object_id, None)
         else:
             objects[m.object_id] = after
     return problems
+
+
+def _write_problems(m: Mutation, before: Any, after: Any) -> Iterator[str]:
+    """How ``m`` disagrees with the model's object ``before`` it and ``after`` it."""
+    if m.operation == "status-update" and not m.kind.has_status:
+        yield f"{m.kind.resource} has no status subresource"
+    if dict(m.labels_before) != labels_of(before):
+        yield f"labels_before {dict(m.labels_before)} != model"
+    if m.operation == "delete" and m.body is not None:
+        yield "delete carries a body"
+    if dict(m.labels_after) != labels_of(after):
+        yield f"labels_after {dict(m.labels_after)} != model"
+    if m.operation in ("spec-update", "status-update", "label-flip") and after == before:
+        yield "changes nothing"
+    if m.operation == "label-flip" and dict(m.labels_before) == dict(m.labels_after):
+        yield "label flip leaves the labels as they were"
+    if m.has_spec != ("spec" in (after or before or {})):
+        yield f"has_spec {m.has_spec} disagrees with the object"

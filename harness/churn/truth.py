@@ -48,7 +48,7 @@ after a rule's ``since`` or ``until`` may or may not produce an event: it adds t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -304,32 +304,45 @@ def ground_truth(
                 states.pop(m.object_id, None)
             else:
                 states[m.object_id] = new
-        after = ex.labels_after if ex.ok else m.labels_after  # what the request carried
         review = admission_review(m, old, new)
-        for rule in rules:
-            if not (rule.handles(m) if guessing else rule.routes(m, ex.labels_before, after)):
-                continue
-            certainty = rule.activity(ex.sent_at, ex.acked_at, settle)
-            if certainty == "inactive":
-                continue
-            if guessing or not ex.ok:
-                certainty = "uncertain"
-            decision = decide(review, manager=rule.manager)
-            label = rule.name or rule.manager
-            send = decision.send or guessing
-            deliveries.append(Delivery(m.id, label, rule.manager, send, decision.reason, certainty))
-            if not send:
+        for delivery in _deliveries(ex, review, rules, guessing, settle):
+            deliveries.append(delivery)
+            if not delivery.send:
                 continue
             gvk = m.kind.gvk
-            key = EventKey(rule.manager, runtime, m.namespace, m.name, gvk.group, gvk.kind)
+            key = EventKey(delivery.manager, runtime, m.namespace, m.name, gvk.group, gvk.kind)
             entry = groups.setdefault(key, (m.cluster, gvk, [], []))
-            cause = Cause(m.id, label, ex.sent_at, ex.acked_at)
-            (entry[2] if certainty == "active" else entry[3]).append(cause)
+            cause = Cause(m.id, delivery.rule, ex.sent_at, ex.acked_at)
+            (entry[2] if delivery.certainty == "active" else entry[3]).append(cause)
     expected = tuple(
         ExpectedEvent(key, cluster, gvk, tuple(req), tuple(opt))
         for key, (cluster, gvk, req, opt) in sorted(groups.items())
     )
     return Truth(expected, tuple(deliveries), frozenset(objects))
+
+
+def _deliveries(
+    ex: ExecutedMutation,
+    review: dict[str, Any],
+    rules: Sequence[Rule],
+    guessing: bool,
+    settle: float,
+) -> Iterator[Delivery]:
+    """``ex`` at each webhook it reaches while active, and what that webhook decides;
+    ``guessing``: the object's state is unknown, so every rule that covers it may send."""
+    m = ex.mutation
+    after = ex.labels_after if ex.ok else m.labels_after  # what the request carried
+    for rule in rules:
+        if not (rule.handles(m) if guessing else rule.routes(m, ex.labels_before, after)):
+            continue
+        certainty = rule.activity(ex.sent_at, ex.acked_at, settle)
+        if certainty == "inactive":
+            continue
+        decision = decide(review, manager=rule.manager)
+        certainty = "uncertain" if guessing or not ex.ok else certainty
+        label = rule.name or rule.manager
+        send = decision.send or guessing
+        yield Delivery(m.id, label, rule.manager, send, decision.reason, certainty)
 
 
 def _reached_admission(ex: ExecutedMutation) -> bool:

@@ -53,7 +53,7 @@ from harness.kube import (
     request,
 )
 from harness.matching.functions import CompiledExpression, compile_expression
-from harness.matching.objects import expression_problem
+from harness.matching.syntax import expression_problem
 from harness.scenario.names import kubeconfig_variable
 from harness.scenario.values import KINDS
 

@@ -28,8 +28,8 @@ from harness.environment.spec import EnvironmentSpec, SkrSpec
 from harness.runner.errors import UnsupportedScenario
 from harness.runner.spec import environment_spec, module_catalog
 from harness.scenario import Scenario
-from harness.scenario.bindings import Instance, instances
 from harness.scenario.loader import load_scenario_instances
+from harness.scenario.matrix import Instance, instances
 from harness.scenario.modules import Module
 from watcher.health.state import Policy
 

@@ -108,23 +108,14 @@ def select_context(
                 f"{path}: user {user_name!r} of context {name!r} uses an {plugin} plugin; "
                 "the harness needs a client certificate or a token in the kubeconfig"
             )
-    token = user.get("token")
-    token_file = user.get("tokenFile")
-    if not token and token_file:
-        token_path = Path(str(token_file)).expanduser()
-        if not token_path.is_absolute() and base is not None:
-            token_path = base / token_path
-        try:
-            token = token_path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise KubeconfigError(f"{path}: tokenFile {token_path}: {exc.strerror}") from None
+    token = _token(user, base, path)
     access = ContextAccess(
         context=str(name),
         server=str(server),
         ca_pem=_data(cluster, "certificate-authority", base, path, f"cluster {cluster_name!r}"),
         client_cert_pem=_data(user, "client-certificate", base, path, f"user {user_name!r}"),
         client_key_pem=_data(user, "client-key", base, path, f"user {user_name!r}"),
-        token=str(token) if token else None,
+        token=token,
         insecure=bool(cluster.get("insecure-skip-tls-verify", False)),
         tls_server_name=cluster.get("tls-server-name"),
     )
@@ -136,6 +127,21 @@ def select_context(
             "no token; the harness needs one of them"
         )
     return access
+
+
+def _token(user: Mapping[str, Any], base: Path | None, path: str) -> str | None:
+    """``token``, or the contents of ``tokenFile`` (relative to the kubeconfig's dir)."""
+    token = user.get("token")
+    token_file = user.get("tokenFile")
+    if not token and token_file:
+        token_path = Path(str(token_file)).expanduser()
+        if not token_path.is_absolute() and base is not None:
+            token_path = base / token_path
+        try:
+            token = token_path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise KubeconfigError(f"{path}: tokenFile {token_path}: {exc.strerror}") from None
+    return str(token) if token else None
 
 
 def _context_names(text: str) -> list[str]:

@@ -11,6 +11,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from harness.scenario.requirements import UPSTREAM_WEBHOOK_METRICS
+
 MANAGER = "lifecycle-manager"
 RUNTIME_ID = "runtime-conformance"
 EVENT_PATH = f"/v2/{MANAGER}/event"
@@ -147,12 +149,7 @@ CASES: tuple[AdmissionCase, ...] = (
 """The table upstream's integration test walks: every operation with every object shape."""
 
 UPSTREAM_METRICS = (
-    "watcher_admission_request_total",
-    "watcher_admission_request_error_total",
-    "watcher_kcp_requests_total",
-    "watcher_failed_kcp_total",
-    "watcher_request_duration",
-    "watcher_fips_mode",
+    *UPSTREAM_WEBHOOK_METRICS,
     "process_resident_memory_bytes",
     "process_cpu_seconds_total",
     "process_open_fds",

@@ -9,7 +9,7 @@ attaches the selected objects' YAML, so the report says why without a re-run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -17,7 +17,8 @@ from harness.expect.capture import capture_values
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import ObjectsSeen
-from harness.matching.objects import closest, diff, match_any, select_mismatch_summary
+from harness.matching.mismatches import ObjectMatch, diff, select_mismatch_summary
+from harness.matching.objects import closest, match_any
 from harness.matching.output import truncate
 from harness.scenario import Assert
 
@@ -67,6 +68,15 @@ def _count_text(low: int, high: int | None) -> str:
     return f"at most {high}" if low == 0 else f"{low} to {high}"
 
 
+class _ClusterVerdict(NamedTuple):
+    """One selected cluster's part of an ``assert`` or ``error`` check."""
+
+    ok: bool
+    actual: str
+    details: tuple[str, ...] = ()
+    attachments: tuple[tuple[str, str], ...] = ()
+
+
 def judge(spec: Assert, seen: Sequence[ObjectsSeen], *, negate: bool = False) -> Check:
     """``assert`` (``negate=False``) or ``error`` (``negate=True``) over what each selected
     cluster holds now. With ``count``, ``assert`` holds when the number of matching
@@ -81,73 +91,68 @@ def judge(spec: Assert, seen: Sequence[ObjectsSeen], *, negate: bool = False) ->
         expected = f"an object {what}".strip()
     else:
         expected = f"{_count_text(low, high)} objects {what}".strip()
-    actual_parts: list[str] = []
-    details: list[str] = []
-    attachments: list[tuple[str, str]] = []
-    ok = True
-    for cluster in seen:
-        prefix = f"{cluster.cluster}: " if len(seen) > 1 else ""
-        if cluster.error is not None:
-            ok = False
-            actual_parts.append(f"{prefix}cannot read: {cluster.error}")
-            continue
-        found, results = match_any(spec.match, cluster.objects)
-        matching = [i for i, r in enumerate(results) if r.ok]
-        if spec.count is not None and not negate:
-            n = len(matching)
-            names = ", ".join(object_name(cluster.objects[i]) for i in matching[:5])
-            shown = f" ({names}{', …' if n > 5 else ''})" if names else ""
-            text = f"{prefix}{n} of {len(cluster.objects)} selected match{shown}"
-            actual_parts.append(text)
-            if low <= n and (high is None or n <= high):
-                continue
-            ok = False
-            attachments += _attachments(cluster)
-            if n < low and results:
-                best = closest([r for r in results if not r.ok])
-                others = [i for i, r in enumerate(results) if not r.ok]
-                if best is not None:
-                    name = object_name(cluster.objects[others[best]])
-                    details.append(f"{prefix}{name} (closest that does not match):")
-                    details.append(diff(results[others[best]]))
-            continue
-        holds = (found is None) if negate else (found is not None)
-        if holds:
-            actual_parts.append(
-                f"{prefix}{len(cluster.objects)} selected, none matches"
-                if negate
-                else f"{prefix}{object_name(cluster.objects[found or 0])} matches"
-            )
-            continue
-        ok = False
-        attachments += _attachments(cluster)
-        if negate:
-            assert found is not None
-            name = object_name(cluster.objects[found])
-            actual_parts.append(f"{prefix}{name} matches")
-            details.append(f"{prefix}{name} matches, but no selected object may")
-        elif not cluster.objects:
-            actual_parts.append(f"{prefix}no object selected")
-        else:
-            best = closest(results)
-            assert best is not None
-            name = object_name(cluster.objects[best])
-            summary = select_mismatch_summary(results[best])
-            actual_parts.append(
-                f"{prefix}{len(cluster.objects)} selected, none matches; closest {name}: {summary}"
-            )
-            details.append(f"{prefix}{name} (closest of {len(cluster.objects)}):")
-            details.append(diff(results[best]))
-    actual = "; ".join(actual_parts) or "no cluster selected"
+    prefixes = [f"{c.cluster}: " if len(seen) > 1 else "" for c in seen]
+    verdicts = [_judge_cluster(spec, c, p, negate) for c, p in zip(seen, prefixes, strict=True)]
+    ok = all(v.ok for v in verdicts)
+    actual = "; ".join(v.actual for v in verdicts) or "no cluster selected"
     text = actual if ok else f"{description}: expected {expected}; got {actual}"
     return Check(
-        "error" if negate else "assert",
+        verb,
         description,
         Verdict(ok, text, expected, actual),
-        details="\n".join(details),
-        attachments=tuple(attachments),
+        details="\n".join(d for v in verdicts for d in v.details),
+        attachments=tuple(a for v in verdicts for a in v.attachments),
         bounded=high is not None and not negate,
     )
+
+
+def _judge_cluster(
+    spec: Assert, cluster: ObjectsSeen, prefix: str, negate: bool
+) -> _ClusterVerdict:
+    if cluster.error is not None:
+        return _ClusterVerdict(False, f"{prefix}cannot read: {cluster.error}")
+    found, results = match_any(spec.match, cluster.objects)
+    if spec.count is not None and not negate:
+        return _judge_count(spec, cluster, results, prefix)
+    objects = cluster.objects
+    if negate and found is None:
+        return _ClusterVerdict(True, f"{prefix}{len(objects)} selected, none matches")
+    if found is not None and not negate:
+        return _ClusterVerdict(True, f"{prefix}{object_name(objects[found])} matches")
+    attachments = tuple(_attachments(cluster))
+    if found is not None:
+        name = object_name(objects[found])
+        detail = f"{prefix}{name} matches, but no selected object may"
+        return _ClusterVerdict(False, f"{prefix}{name} matches", (detail,), attachments)
+    best = closest(results)
+    if best is None:
+        return _ClusterVerdict(False, f"{prefix}no object selected", (), attachments)
+    name = object_name(objects[best])
+    summary = select_mismatch_summary(results[best])
+    actual = f"{prefix}{len(objects)} selected, none matches; closest {name}: {summary}"
+    details = (f"{prefix}{name} (closest of {len(objects)}):", diff(results[best]))
+    return _ClusterVerdict(False, actual, details, attachments)
+
+
+def _judge_count(
+    spec: Assert, cluster: ObjectsSeen, results: Sequence[ObjectMatch], prefix: str
+) -> _ClusterVerdict:
+    """``assert`` with ``count``: how many selected objects match."""
+    low, high = spec.bounds
+    matching = [i for i, r in enumerate(results) if r.ok]
+    n = len(matching)
+    names = ", ".join(object_name(cluster.objects[i]) for i in matching[:5])
+    shown = f" ({names}{', …' if n > 5 else ''})" if names else ""
+    actual = f"{prefix}{n} of {len(cluster.objects)} selected match{shown}"
+    if low <= n and (high is None or n <= high):
+        return _ClusterVerdict(True, actual)
+    others = [i for i, r in enumerate(results) if not r.ok]
+    best = closest([results[i] for i in others]) if n < low else None
+    details: tuple[str, ...] = ()
+    if best is not None:
+        name = object_name(cluster.objects[others[best]])
+        details = (f"{prefix}{name} (closest that does not match):", diff(results[others[best]]))
+    return _ClusterVerdict(False, actual, details, tuple(_attachments(cluster)))
 
 
 def captured(spec: Assert, seen: ObjectsSeen) -> tuple[dict[str, Any], list[str]]:

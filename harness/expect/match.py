@@ -157,61 +157,18 @@ def match_events(
     expected = truth.expected if isinstance(truth, Truth) else tuple(truth)
     objects = truth.objects if isinstance(truth, Truth) and scope_to_churn else None
     by_key = {e.key: e for e in expected}
-    groups: dict[EventKey, list[ReceivedEvent]] = defaultdict(list)
-    ignored = 0
-    for event in received:
-        k = event.key
-        if objects is not None and (k.runtime_id, *k.object) not in objects:
-            ignored += 1
-            continue
-        groups[k].append(event)
-    for events in groups.values():
-        events.sort(key=lambda e: e.received_at)
-
+    groups, ignored = _group(received, objects)
     out: dict[Problem, list[Finding]] = defaultdict(list)
     latencies: list[LatencySample] = []
     matched = 0
     for key, exp in sorted(by_key.items()):
-        events = groups.get(key, [])
-        ok = True
-        low, high = exp.bounds
-        times = tuple(e.received_at for e in events)
-        last = exp.last_cause
-        if last is not None and not events:
-            out["missing"].append(Finding("missing", key, _expected_text(exp), "0 events"))
-            ok = False
-        elif last is not None and times[-1] < last.sent_at:
-            out["missing"].append(
-                Finding(
-                    "missing",
-                    key,
-                    f"an event after mutation #{last.mutation_id} was sent at {last.sent_at:.3f}",
-                    f"{_plural(len(events))}, the last at {times[-1]:.3f}",
-                    times,
-                )
-            )
-            ok = False
-        if len(events) > high:
-            excess = len(events) - high
-            pool = (key.manager, key.runtime_id)
-            explained = excess <= allowance.get(pool, 0)
-            if explained:
-                allowance[pool] -= excess
-            problem: Problem = "repeated-admission" if explained else "duplicate"
-            out[problem].append(
-                Finding(
-                    problem,
-                    key,
-                    f"at most {_plural(high)} ({_expected_text(exp)})",
-                    f"{_plural(len(events))} ({excess} too many)"
-                    + (", explained by repeated admissions" if explained else ""),
-                    times,
-                )
-            )
-            ok = ok and explained
-        matched += ok and low > 0
+        times = tuple(e.received_at for e in groups.get(key, []))
+        findings = [_missing(key, exp, times), _excess(key, exp, times, allowance)]
+        for finding in filter(None, findings):
+            out[finding.problem].append(finding)
+        ok = all(f is None or f.problem == "repeated-admission" for f in findings)
+        matched += ok and exp.bounds[0] > 0
         latencies.extend(_latencies(key, exp.causes, times))
-
     expected_objects = {(k.runtime_id, k.object): k for k in by_key}
     expected_at_manager = {(k.manager, k.object): k for k in by_key}
     for key, events in sorted(groups.items()):
@@ -242,6 +199,68 @@ def match_events(
         repeated=tuple(out["repeated-admission"]),
         matched=matched,
         ignored=ignored,
+    )
+
+
+def _group(
+    received: Iterable[ReceivedEvent], objects: frozenset[tuple[str, ...]] | None
+) -> tuple[dict[EventKey, list[ReceivedEvent]], int]:
+    """Received events by key, each group in the order received; and how many were about
+    objects outside ``objects`` (None: every object counts)."""
+    groups: dict[EventKey, list[ReceivedEvent]] = defaultdict(list)
+    ignored = 0
+    for event in received:
+        k = event.key
+        if objects is not None and (k.runtime_id, *k.object) not in objects:
+            ignored += 1
+        else:
+            groups[k].append(event)
+    for events in groups.values():
+        events.sort(key=lambda e: e.received_at)
+    return groups, ignored
+
+
+def _missing(key: EventKey, exp: ExpectedEvent, times: tuple[float, ...]) -> Finding | None:
+    """No event at all, or none after the last cause was sent."""
+    last = exp.last_cause
+    if last is None:
+        return None
+    if not times:
+        return Finding("missing", key, _expected_text(exp), "0 events")
+    if times[-1] >= last.sent_at:
+        return None
+    return Finding(
+        "missing",
+        key,
+        f"an event after mutation #{last.mutation_id} was sent at {last.sent_at:.3f}",
+        f"{_plural(len(times))}, the last at {times[-1]:.3f}",
+        times,
+    )
+
+
+def _excess(
+    key: EventKey,
+    exp: ExpectedEvent,
+    times: tuple[float, ...],
+    allowance: dict[tuple[str, str], int],
+) -> Finding | None:
+    """More events than the truth allows: duplicates, or repeated admissions while
+    ``allowance`` (which this uses up) has them for the key's manager and runtime."""
+    high = exp.bounds[1]
+    excess = len(times) - high
+    if excess <= 0:
+        return None
+    pool = (key.manager, key.runtime_id)
+    explained = excess <= allowance.get(pool, 0)
+    if explained:
+        allowance[pool] -= excess
+    return Finding(
+        "repeated-admission" if explained else "duplicate",
+        key,
+        f"at most {_plural(high)} ({_expected_text(exp)})",
+        f"{_plural(len(times))} ({excess} too many)"
+        + (", explained by repeated admissions" if explained else ""),
+        times,
     )
 
 

@@ -23,7 +23,8 @@ from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import Observations
 from harness.expect.reconciles import kyma_key
-from harness.matching.objects import match_object, select_mismatch_summary
+from harness.matching.mismatches import select_mismatch_summary
+from harness.matching.objects import match_object
 from harness.scenario.timeline import (
     EventSelector,
     FaultSelector,

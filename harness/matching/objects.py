@@ -38,262 +38,36 @@ Besides the standard functions, expressions may call the few of
 error while evaluating (say ``x509`` of something not a certificate) is a mismatch
 ``expression failed: ...``, not an exception.
 
-An invalid expression (syntax, unknown function, wrong argument count) or a malformed
-special map raises ``ExpressionError`` before anything is compared, whatever ``actual``
-is; ``check_expressions`` finds all of them without an actual object, so the scenario
-loader can report them, located, at load time.
-
-Mismatch paths read like ``webhooks[1].rules[0].resources``,
-``metadata.labels["app.kubernetes.io/name"]`` and ``status.(length(conditions))``;
-``<root>`` is the top. ``diff`` renders each mismatch's subtrees as YAML for reports,
-``select_mismatch_summary`` gives one line for tables.
+An invalid expression or a malformed special map raises ``ExpressionError`` before
+anything is compared, whatever ``actual`` is (``harness.matching.syntax``). Mismatch paths
+read like ``webhooks[1].rules[0].resources``, ``metadata.labels["app.kubernetes.io/name"]``
+and ``status.(length(conditions))``; ``harness.matching.mismatches`` renders them.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-import yaml
-from jmespath.exceptions import JMESPathError
-
-from harness.matching.functions import (
-    FUNCTION_TABLE,
-    CompiledExpression,
-    compile_expression,
-    search,
+from harness.matching.functions import search
+from harness.matching.mismatches import MISSING, Mismatch, ObjectMatch, short_value
+from harness.matching.syntax import (
+    ANY_ORDER,
+    ONE_OF,
+    Path,
+    format_path,
+    is_expression_key,
+    is_list,
+    json_kind,
+    raise_on_problems,
+    special_key,
 )
-
-ANY_ORDER: Final = "$anyOrder"
-CONTAINS: Final = "$contains"
-ONE_OF: Final = "$oneOf"
-SPECIAL_KEYS: Final = frozenset({ANY_ORDER, CONTAINS, ONE_OF})
-MAX_DEPTH: Final = 200
-"""An expected tree deeper than this is an ``ExpressionError``: matching recurses only
-along ``expected``, so this bounds the stack (a few frames a level; the limit is 1000)
-however deep ``actual`` is."""
-
-ROOT: Final = "<root>"
-_INLINE_CHARS: Final = 80
-_RENDER_LINES: Final = 40
-_RENDER_CHARS: Final = 4000
-_RENDER_DEPTH: Final = 30
-_RENDER_ITEMS: Final = 200
-_SUMMARY_VALUE_CHARS: Final = 60
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-PathPart = str | int
-Path = tuple[PathPart, ...]
-
-
-class ExpressionError(ValueError):
-    """The expected tree itself is wrong (bad JMESPath or special map), not the object."""
-
-
-class _Missing:
-    """Stands for an absent key in ``Mismatch.actual``; ``None`` would mean JSON null."""
-
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final = _Missing()
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    """One place where ``actual`` differs; ``expected``/``actual`` are the subtrees there."""
-
-    path: str
-    expected: Any
-    actual: Any
-    reason: str
-
-
-@dataclass(frozen=True)
-class ObjectMatch:
-    """Every mismatch, not just the first, so one failed run shows all that is wrong."""
-
-    ok: bool
-    mismatches: tuple[Mismatch, ...] = ()
-
-
-# --- expression and special-map helpers ---------------------------------------------------
-
-
-def is_expression_key(key: object) -> bool:
-    """``(…)`` keys are JMESPath; Kubernetes field and label names never look like that."""
-    return isinstance(key, str) and len(key) >= 2 and key[0] == "(" and key[-1] == ")"
-
-
-def _special_key(node: Mapping[Any, Any]) -> str | None:
-    """The ``$anyOrder``/``$contains``/``$oneOf`` key of a map, or None for an ordinary map."""
-    for key in node:
-        if key in SPECIAL_KEYS:
-            return str(key)
-    return None
-
-
-def _special_problem(node: Mapping[Any, Any], key: str) -> str | None:
-    if len(node) != 1:
-        others = ", ".join(sorted(repr(k) for k in node if k != key))
-        return f"{key} must be the only key of its map, found also {others}"
-    if key == ONE_OF:
-        if not _is_list(node[key]) or not node[key]:
-            got = "an empty list" if _is_list(node[key]) else _kind(node[key])
-            return f"{key} needs a non-empty list of alternatives, got {got}"
-        return None
-    if not _is_list(node[key]):
-        return f"{key} needs a list of items, got {_kind(node[key])}"
-    return None
-
-
-def _parse_error_text(error: JMESPathError) -> str:
-    """jmespath's first line without its caret drawing (the caller names the expression)."""
-    first = str(error).splitlines()[0] if str(error) else type(error).__name__
-    for prefix in ("Invalid jmespath expression: ", "Bad jmespath expression: "):
-        first = first.removeprefix(prefix)
-    return first.removesuffix(":").removesuffix(", for expression")
-
-
-def _static_problems(compiled: CompiledExpression) -> Iterator[str]:
-    """Unknown functions, wrong argument counts and zero slice steps, which jmespath only
-    finds when that part is evaluated: inside a filter over a missing field it never is."""
-    stack: list[Any] = [compiled.parsed.parsed]
-    while stack:
-        node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        children = node.get("children") or []
-        stack.extend(children)
-        if node.get("type") == "function_expression":
-            yield from _call_problems(str(node.get("value")), len(children))
-        elif node.get("type") == "slice" and len(children) == 3 and children[2] == 0:
-            yield "slice step cannot be zero"
-
-
-def _call_problems(name: str, given: int) -> Iterator[str]:
-    """Against the standard and the harness's functions (``functions.FUNCTION_TABLE``)."""
-    if name not in FUNCTION_TABLE:
-        yield f"unknown function {name}()"
-        return
-    signature = FUNCTION_TABLE[name]["signature"]
-    variadic = bool(signature) and bool(signature[-1].get("variadic"))
-    if given < len(signature) or (given > len(signature) and not variadic):
-        least = "at least " if variadic else ""
-        yield f"{name}() takes {least}{len(signature)} argument(s), got {given}"
-
-
-def expression_problem(key: str) -> str | None:
-    """Why an ``(expression)`` key is invalid, or None; ``key`` includes the parentheses."""
-    expression = key[1:-1]
-    try:
-        compiled = compile_expression(expression)
-    except JMESPathError as error:
-        return f"invalid JMESPath {expression!r}: {_parse_error_text(error)}"
-    problem = next(_static_problems(compiled), None)
-    return None if problem is None else f"invalid JMESPath {expression!r}: {problem}"
-
-
-def check_expressions(expected: Any) -> list[tuple[Path, str]]:
-    """Every invalid ``(expr)`` key and malformed special map in ``expected``, located.
-
-    Needs no actual object, so scenario files are rejected at load time, all at once.
-    """
-    problems: list[tuple[Path, str]] = []
-    _check(expected, (), problems)
-    return problems
-
-
-def _check(node: Any, path: Path, problems: list[tuple[Path, str]]) -> None:
-    """Depth-first in document order; stops descending past ``MAX_DEPTH``."""
-    if len(path) > MAX_DEPTH:
-        problems.append((path, f"deeper than {MAX_DEPTH} levels"))
-    elif isinstance(node, Mapping):
-        _check_map(node, path, problems)
-    elif _is_list(node):
-        for i, item in enumerate(node):
-            _check(item, (*path, i), problems)
-
-
-def _check_map(node: Mapping[Any, Any], path: Path, problems: list[tuple[Path, str]]) -> None:
-    special = _special_key(node)
-    if special is not None:
-        problem = _special_problem(node, special)
-        if problem is not None:
-            problems.append(((*path, special), problem))
-            return
-        for i, item in enumerate(node[special]):
-            _check(item, (*path, special, i), problems)
-        return
-    for key, value in node.items():
-        problem = expression_problem(key) if is_expression_key(key) else None
-        if problem is not None:
-            problems.append(((*path, key), problem))
-        _check(value, (*path, key), problems)
-
-
-def _raise_on_problems(expected: Any) -> None:
-    problems = check_expressions(expected)
-    if problems:
-        path, problem = problems[0]
-        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ExpressionError(f"{format_path(path)}: {problem}{more}")
-
-
-# --- paths and kinds ---------------------------------------------------------------------
-
-
-def format_path(path: Path) -> str:
-    """``webhooks[1].rules[0]``; keys that are not identifiers are quoted,
-    ``(expression)`` keys are shown as written."""
-    text = ""
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool):
-            text += f"[{part}]"
-        elif isinstance(part, str) and (_IDENTIFIER.fullmatch(part) or is_expression_key(part)):
-            text += f".{part}" if text else part
-        else:
-            text += f"[{json.dumps(str(part), ensure_ascii=False)}]"
-    return text or ROOT
-
-
-def _kind(value: Any) -> str:
-    """JSON's name for a value's type, as reports show it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "map"
-    if _is_list(value):
-        return "list"
-    return type(value).__name__
-
-
-def _is_list(value: Any) -> bool:
-    """JSON arrays; tuples count too, so frozen specs can be written with them."""
-    return isinstance(value, list | tuple)
 
 
 def scalars_equal(expected: Any, actual: Any) -> bool:
     """JSON equality: numbers by value, but booleans are not numbers (Python says they are)."""
-    expected_kind, actual_kind = _kind(expected), _kind(actual)
+    expected_kind, actual_kind = json_kind(expected), json_kind(actual)
     if expected_kind != actual_kind:
         return False
     if expected_kind == "number" and (_is_nan(expected) or _is_nan(actual)):
@@ -305,15 +79,12 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-# --- matching ----------------------------------------------------------------------------
-
-
 def match_object(expected: Any, actual: Any) -> ObjectMatch:
     """Match a partial ``expected`` tree against ``actual`` (rules in the module docstring).
 
     Raises ``ExpressionError`` if ``expected`` has an invalid expression or special map.
     """
-    _raise_on_problems(expected)
+    raise_on_problems(expected)
     return _checked_match(expected, actual)
 
 
@@ -324,13 +95,13 @@ def _checked_match(expected: Any, actual: Any) -> ObjectMatch:
 
 def _match(expected: Any, actual: Any, path: Path) -> list[Mismatch]:
     if isinstance(expected, Mapping):
-        special = _special_key(expected)
+        special = special_key(expected)
         if special == ONE_OF:
             return _match_one_of(expected[special], actual, path)
         if special is not None:
             return _match_special(special, expected[special], actual, path)
         return _match_map(expected, actual, path)
-    if _is_list(expected):
+    if is_list(expected):
         return _match_list(expected, actual, path)
     if scalars_equal(expected, actual):
         return []
@@ -342,13 +113,13 @@ def _mismatch(path: Path, expected: Any, actual: Any, reason: str) -> Mismatch:
 
 
 def _scalar_reason(expected: Any, actual: Any) -> str:
-    if _kind(expected) == _kind(actual):
+    if json_kind(expected) == json_kind(actual):
         return "not equal"
-    return f"expected {_kind(expected)}, got {_kind(actual)}"
+    return f"expected {json_kind(expected)}, got {json_kind(actual)}"
 
 
 def _wrong_kind(path: Path, expected: Any, actual: Any, wanted: str) -> list[Mismatch]:
-    return [_mismatch(path, expected, actual, f"expected {wanted}, got {_kind(actual)}")]
+    return [_mismatch(path, expected, actual, f"expected {wanted}, got {json_kind(actual)}")]
 
 
 def _match_map(expected: Mapping[Any, Any], actual: Any, path: Path) -> list[Mismatch]:
@@ -380,7 +151,7 @@ def _lookup(key: Any, node: Mapping[Any, Any]) -> tuple[Any, str | None]:
 
 
 def _match_list(expected: Sequence[Any], actual: Any, path: Path) -> list[Mismatch]:
-    if not _is_list(actual):
+    if not is_list(actual):
         return _wrong_kind(path, expected, actual, "list")
     if len(actual) != len(expected):
         reason = f"length {len(actual)}, expected {len(expected)}"
@@ -393,7 +164,7 @@ def _match_list(expected: Sequence[Any], actual: Any, path: Path) -> list[Mismat
 
 def _match_special(key: str, items: Sequence[Any], actual: Any, path: Path) -> list[Mismatch]:
     shown = {key: items}
-    if not _is_list(actual):
+    if not is_list(actual):
         return _wrong_kind(path, shown, actual, "list")
     if key == ANY_ORDER and len(actual) != len(items):
         return [_mismatch(path, shown, actual, f"length {len(actual)}, expected {len(items)}")]
@@ -424,8 +195,8 @@ def _match_one_of(alternatives: Sequence[Any], actual: Any, path: Path) -> list[
     where = "" if first.path == format_path(path) else f" at {first.path}"
     more = f" (+{len(tried[best]) - 1} more)" if len(tried[best]) > 1 else ""
     reason = (
-        f"matches none of {len(alternatives)} alternatives {_short(list(alternatives))}; "
-        f"the closest, {_short(alternatives[best])}, differs{where}: {first.reason}{more}"
+        f"matches none of {len(alternatives)} alternatives {short_value(list(alternatives))}; "
+        f"the closest, {short_value(alternatives[best])}, differs{where}: {first.reason}{more}"
     )
     return [_mismatch(path, {ONE_OF: alternatives}, actual, reason)]
 
@@ -467,7 +238,7 @@ def match_any(
 ) -> tuple[int | None, list[ObjectMatch]]:
     """Index of the first candidate that matches (None if none) and every result, so the
     caller can show the closest one (``closest``) when none does."""
-    _raise_on_problems(expected)
+    raise_on_problems(expected)
     results = [_checked_match(expected, candidate) for candidate in candidates]
     first = next((i for i, result in enumerate(results) if result.ok), None)
     return first, results
@@ -478,105 +249,3 @@ def closest(results: Sequence[ObjectMatch]) -> int | None:
     if not results:
         return None
     return min(range(len(results)), key=lambda i: len(results[i].mismatches))
-
-
-# --- rendering ---------------------------------------------------------------------------
-
-
-def diff(match: ObjectMatch) -> str:
-    """Each mismatch as its path and reason, then ``- expected:`` and ``+ actual:`` with
-    only the subtrees at that path, as YAML: enough to see the problem in a report."""
-    blocks = []
-    for mismatch in match.mismatches:
-        lines = [f"{mismatch.path}: {mismatch.reason}"]
-        lines.extend(_marked("- expected:", mismatch.expected))
-        lines.extend(_marked("+ actual:", mismatch.actual))
-        blocks.append("\n".join(lines))
-    return "\n".join(blocks)
-
-
-def _marked(marker: str, value: Any) -> list[str]:
-    """``marker value`` for one-line renders, else the YAML indented under the marker."""
-    rendered = render_yaml(value)
-    if "\n" not in rendered:
-        return [f"  {marker} {rendered}"]
-    return [f"  {marker}", *(f"      {line}" for line in rendered.splitlines())]
-
-
-def render_yaml(value: Any, *, flow: bool = False) -> str:
-    """Compact YAML of a subtree: one flow-style line if it is short (or ``flow``), else
-    block style; capped at ~40 lines / 4000 characters; ``(missing)`` for an absent key.
-    Deep or huge subtrees are pruned first, so rendering stays cheap and stack-safe."""
-    if value is MISSING:
-        return "(missing)"
-    pruned = _prune(value, _RENDER_DEPTH)
-    line = _dump(pruned, flow=True)
-    if flow or ("\n" not in line and len(line) <= _INLINE_CHARS):
-        return _cap(line)
-    return _cap(_dump(pruned, flow=False))
-
-
-def _dump(value: Any, *, flow: bool) -> str:
-    """``yaml.safe_dump`` without the document end marker; ``repr`` for non-YAML values."""
-    try:
-        text = yaml.safe_dump(
-            value,
-            default_flow_style=flow,
-            sort_keys=False,
-            allow_unicode=True,
-            width=1_000_000 if flow else 100,
-        )
-    except yaml.YAMLError:
-        return repr(value)
-    return text.removesuffix("\n").removesuffix("\n...").removesuffix("...")
-
-
-def _prune(value: Any, depth: int) -> Any:
-    """A copy with containers below ``depth`` levels and items past the first 200 elided."""
-    if isinstance(value, Mapping):
-        if depth <= 0:
-            return "… (map)"
-        items = list(value.items())
-        pruned = {k: _prune(v, depth - 1) for k, v in items[:_RENDER_ITEMS]}
-        if len(items) > _RENDER_ITEMS:
-            pruned["…"] = f"{len(items) - _RENDER_ITEMS} more keys"
-        return pruned
-    if _is_list(value):
-        if depth <= 0:
-            return "… (list)"
-        listed = [_prune(v, depth - 1) for v in value[:_RENDER_ITEMS]]
-        if len(value) > _RENDER_ITEMS:
-            listed.append(f"… {len(value) - _RENDER_ITEMS} more items")
-        return listed
-    return value
-
-
-def _cap(text: str) -> str:
-    lines = text.splitlines()
-    cut = len(lines) > _RENDER_LINES or len(text) > _RENDER_CHARS
-    if not cut:
-        return text
-    kept = "\n".join(lines[:_RENDER_LINES])[:_RENDER_CHARS]
-    return f"{kept}\n… (truncated)"
-
-
-def select_mismatch_summary(match: ObjectMatch) -> str:
-    """One line for tables: the first mismatch, and how many more there are."""
-    if not match.mismatches:
-        return ""
-    first = match.mismatches[0]
-    expected = _short(first.expected)
-    if first.actual is MISSING:
-        line = f"{first.path}: {first.reason}, expected {expected}"
-    elif first.reason == "not equal" or first.reason.startswith("expected "):
-        line = f"{first.path}: expected {expected}, got {_short(first.actual)}"
-    else:
-        line = f"{first.path}: {first.reason}"
-    more = len(match.mismatches) - 1
-    return f"{line} (+{more} more)" if more else line
-
-
-def _short(value: Any) -> str:
-    text = " ".join(render_yaml(value, flow=True).split())
-    limit = _SUMMARY_VALUE_CHARS
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -4,7 +4,7 @@
 a regular expression (``re.search`` with ``MULTILINE``) and a partial JSON tree matched
 with the rules of ``harness.matching.objects``. The spec validates its regex and JSON tree
 when built, so a bad scenario fails at load time, not after a slow run; ``regex_problem``
-and ``objects.check_expressions`` give the same answers without raising.
+and ``syntax.check_expressions`` give the same answers without raising.
 """
 
 from __future__ import annotations
@@ -14,14 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from harness.matching.objects import (
-    ExpressionError,
-    check_expressions,
-    diff,
-    format_path,
-    match_object,
-    select_mismatch_summary,
-)
+from harness.matching.mismatches import diff, select_mismatch_summary
+from harness.matching.objects import match_object
+from harness.matching.syntax import ExpressionError, check_expressions, format_path
 
 TRUNCATE_LIMIT: Final = 4000
 

@@ -194,18 +194,11 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
         counts["skipped"] += 1
 
     for e in s.expectations:
-        case = _testcase(suite, s, e.id, e.duration)
+        case = _expectation_case(suite, s, e)
         counts["tests"] += 1
+        counts["failures"] += not e.passed
         cases[e.id] = (case, not e.passed)
-        if e.attachments or (e.passed and e.details):
-            shown = "\n".join(t for t in (e.details if e.passed else "", _attachments_text(e)) if t)
-            ET.SubElement(case, "system-out").text = clean(shown)
-        if not e.passed:
-            failure = ET.SubElement(case, "failure", message=clean(failure_message(e)))
-            failure.set("type", clean(e.kind))
-            failure.text = clean(_expectation_text(e))
-            counts["failures"] += 1
-            first_bad = first_bad if first_bad is not None else case
+        first_bad = case if first_bad is None and not e.passed else first_bad
 
     if s.status is Status.FAILED and first_bad is None:
         # Failed without a failed expectation: a step failed; say which.
@@ -236,6 +229,19 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
     suite.set("time", _seconds(s.duration))
     suite.set("timestamp", _timestamp(s.started_at))
     return counts
+
+
+def _expectation_case(suite: ET.Element, s: ScenarioReport, e: ExpectationResult) -> ET.Element:
+    """One expectation's testcase: its details and attachments, and why it failed."""
+    case = _testcase(suite, s, e.id, e.duration)
+    if e.attachments or (e.passed and e.details):
+        shown = "\n".join(t for t in (e.details if e.passed else "", _attachments_text(e)) if t)
+        ET.SubElement(case, "system-out").text = clean(shown)
+    if not e.passed:
+        failure = ET.SubElement(case, "failure", message=clean(failure_message(e)))
+        failure.set("type", clean(e.kind))
+        failure.text = clean(_expectation_text(e))
+    return case
 
 
 def render_junit(report: RunReport, *, log_tails: Mapping[Path, str] | None = None) -> str:

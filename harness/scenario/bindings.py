@@ -25,16 +25,15 @@ An unknown name is a located validation error with a "did you mean" hint.
 from __future__ import annotations
 
 import difflib
-import hashlib
-import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from harness.scenario.clusters import KCP, counted_skr_names
+from harness.scenario.errors import Loc, Problem
 
 REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 MALFORMED = re.compile(r"\$\{\{(?!\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\})[^}]*\}?\}?")
@@ -45,38 +44,27 @@ GATEWAY_FIELDS = ("url", "port")
 HARNESS_FIELDS = ("python", "get")
 NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]*"
 """A binding's (or a captured value's) name."""
-Path = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class BindingProblem:
-    path: Path
-    message: str
-    hint: str = ""
+_SINGLE_FIELDS = {"gateway": GATEWAY_FIELDS, "harness": HARNESS_FIELDS}
+_UNKNOWN_HINT = "bindings, matrix.<key> and built-ins (docs/scenarios.md)"
 
 
 def builtin_problem(name: str, clusters: Sequence[str], components: Sequence[str]) -> str | None:
     """``None`` if ``name`` is a valid run-time built-in, else why not."""
     parts = name.split(".")
-    if parts == ["runId"]:
+    if parts == ["runId"] or (len(parts) == 2 and parts[1] in _SINGLE_FIELDS.get(parts[0], ())):
         return None
-    if parts[0] == "clusters" and len(parts) == 3:
-        if parts[1] not in clusters:
-            return f"no cluster {parts[1]!r} (clusters: {', '.join(clusters)})"
-        if parts[2] not in CLUSTER_FIELDS:
-            return f"clusters.<cluster> has {', '.join(CLUSTER_FIELDS)}"
-        return None
-    if parts[0] == "listeners" and len(parts) == 3:
-        if parts[1] not in components:
-            return f"no listener {parts[1]!r} (listeners: {', '.join(components)})"
-        if parts[2] not in LISTENER_FIELDS:
-            return f"listeners.<component> has {', '.join(LISTENER_FIELDS)}"
-        return None
-    if parts[0] == "gateway" and len(parts) == 2 and parts[1] in GATEWAY_FIELDS:
-        return None
-    if parts[0] == "harness" and len(parts) == 2 and parts[1] in HARNESS_FIELDS:
-        return None
-    return "unknown"
+    families = {
+        "clusters": ("cluster", "cluster", clusters, CLUSTER_FIELDS),
+        "listeners": ("listener", "component", components, LISTENER_FIELDS),
+    }
+    if len(parts) != 3 or parts[0] not in families:
+        return "unknown"
+    what, placeholder, declared, fields = families[parts[0]]
+    if parts[1] not in declared:
+        return f"no {what} {parts[1]!r} ({parts[0]}: {', '.join(declared)})"
+    if parts[2] not in fields:
+        return f"{parts[0]}.<{placeholder}> has {', '.join(fields)}"
+    return None
 
 
 def is_builtin(name: str) -> bool:
@@ -87,28 +75,13 @@ def substitute(
     value: Any,
     values: Mapping[str, Any],
     *,
-    path: Path = (),
-    unknown: Callable[[str, Path], None] | None = None,
+    path: Loc = (),
+    unknown: Callable[[str, Loc], None] | None = None,
 ) -> Any:
     """``value`` with every ``${{ name }}`` whose name is in ``values`` replaced; other
     names are left in place and reported to ``unknown(name, path)``."""
     if isinstance(value, str):
-        if unknown is not None:
-            for bad in MALFORMED.finditer(value):
-                unknown(bad.group(0), path)
-        whole = REFERENCE.fullmatch(value.strip())
-        if whole is not None and whole.group(1) in values:
-            return values[whole.group(1)]
-
-        def replace(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name in values:
-                return str(values[name])
-            if unknown is not None:
-                unknown(name, path)
-            return m.group(0)
-
-        return REFERENCE.sub(replace, value)
+        return _substitute_text(value, values, path, unknown)
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for k, v in value.items():
@@ -122,8 +95,30 @@ def substitute(
     return value
 
 
+def _substitute_text(
+    text: str, values: Mapping[str, Any], path: Loc, unknown: Callable[[str, Loc], None] | None
+) -> Any:
+    """A string that is exactly one known reference takes the value's type; otherwise each
+    known reference is written into the text."""
+    report = unknown or (lambda _name, _path: None)
+    for bad in MALFORMED.finditer(text):
+        report(bad.group(0), path)
+    whole = REFERENCE.fullmatch(text.strip())
+    if whole is not None and whole.group(1) in values:
+        return values[whole.group(1)]
+
+    def replace(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name in values:
+            return str(values[name])
+        report(name, path)
+        return m.group(0)
+
+    return REFERENCE.sub(replace, text)
+
+
 def _substitute_key(
-    key: Any, values: Mapping[str, Any], path: Path, unknown: Callable[[str, Path], None] | None
+    key: Any, values: Mapping[str, Any], path: Loc, unknown: Callable[[str, Loc], None] | None
 ) -> Any:
     """A mapping key with its references filled in; always text (a key is a name)."""
     if not isinstance(key, str) or "${{" not in key:
@@ -138,11 +133,11 @@ CAPTURING_OPERATIONS = ("assert", "script")
 """Operations whose ``capture: {name: expression}`` gives names values during the run."""
 
 
-def captured_names(steps: Any) -> dict[str, Path]:
+def captured_names(steps: Any) -> dict[str, Loc]:
     """Every name a ``capture`` (on ``assert``/``script``) or a ``set`` operation gives a
     value during the run → where it is first given. Reads the raw YAML (before
     validation), so it tolerates anything malformed: the model reports that."""
-    found: dict[str, Path] = {}
+    found: dict[str, Loc] = {}
     if not isinstance(steps, list):
         return found
     for i, step in enumerate(steps):
@@ -174,59 +169,6 @@ def _names_given(op: Any) -> Iterator[tuple[str, list[str]]]:
 # Load time ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Instance:
-    """One matrix combination: its name suffix and its ``matrix.<key>`` values."""
-
-    suffix: str
-    values: Mapping[str, Any]
-
-
-def _label(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
-
-
-def instances(matrix: Any) -> tuple[list[Instance], list[BindingProblem]]:
-    """Every combination of ``matrix`` (keys in file order); one plain instance without."""
-    if matrix is None:
-        return [Instance("", {})], []
-    if not isinstance(matrix, dict) or not matrix:
-        return [], [BindingProblem(("matrix",), "matrix is a mapping of key: [values...]")]
-    problems = [
-        BindingProblem(("matrix", k), f"matrix.{k} needs a non-empty list of values")
-        for k, v in matrix.items()
-        if not isinstance(v, list) or not v
-    ]
-    problems += [
-        BindingProblem(("matrix", k, i), "matrix values are strings, numbers or booleans")
-        for k, v in matrix.items()
-        if isinstance(v, list)
-        for i, item in enumerate(v)
-        if not isinstance(item, str | int | float | bool)
-    ]
-    if problems:
-        return [], problems
-    keys = list(matrix)
-    out = []
-    for combo in itertools.product(*(matrix[k] for k in keys)):
-        suffix = "-".join(
-            f"{_label(str(k))}-{_label(str(v))}" for k, v in zip(keys, combo, strict=True)
-        )
-        out.append(Instance(suffix, {f"matrix.{k}": v for k, v in zip(keys, combo, strict=True)}))
-    return out, []
-
-
-def instance_name(name: str, suffix: str) -> str:
-    """``fleet`` + ``skrs-3`` → ``fleet-skrs-3`` (a DNS label; shortened stably if long)."""
-    if not suffix:
-        return name
-    full = f"{name}-{suffix}"
-    if len(full) <= 63:
-        return full
-    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
-    return f"{full[:54].rstrip('-')}-{digest}"
-
-
 def _declared(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """Cluster names and listener components the (substituted) scenario declares."""
     clusters = [KCP]
@@ -247,20 +189,18 @@ def _declared(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def _scope(
-    bindings: Any, inherited: Mapping[str, Any], path: Path, problems: list[BindingProblem]
+    bindings: Any, inherited: Mapping[str, Any], path: Loc, problems: list[Problem]
 ) -> dict[str, Any]:
     scope = dict(inherited)
     if bindings is None:
         return scope
     if not isinstance(bindings, dict):
-        problems.append(BindingProblem(path, "bindings is a mapping of name: value"))
+        problems.append(Problem(path, "bindings is a mapping of name: value"))
         return scope
     for key, value in bindings.items():
         if not isinstance(key, str) or not re.fullmatch(NAME_PATTERN, key):
             problems.append(
-                BindingProblem(
-                    (*path, str(key)), f"binding name {key!r} is not a name ({NAME_PATTERN})"
-                )
+                Problem((*path, str(key)), f"binding name {key!r} is not a name ({NAME_PATTERN})")
             )
             continue
         scope[key] = substitute(value, scope)
@@ -269,84 +209,107 @@ def _scope(
 
 def resolve_load_time(
     data: dict[str, Any], matrix_values: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[BindingProblem]]:
+) -> tuple[dict[str, Any], list[Problem]]:
     """``data`` with matrix values and bindings substituted; every unknown name a problem
     (built-ins are checked against the declared clusters and listeners and kept). The
     result is one plain instance: no ``matrix``, its bindings as resolved."""
-    problems: list[BindingProblem] = []
+    problems: list[Problem] = []
     scope = _scope(data.get("bindings"), matrix_values, ("bindings",), problems)
     rest = {k: v for k, v in data.items() if k not in ("steps", "bindings", "matrix")}
     rest = substitute(rest, scope)
-    clusters, components = _declared(rest)
-    known = [*scope, "runId", *(f"clusters.{c}.{f}" for c in clusters for f in CLUSTER_FIELDS)]
-    known += [f"listeners.{c}.{f}" for c in components for f in LISTENER_FIELDS]
-    known += [f"gateway.{f}" for f in GATEWAY_FIELDS]
-    known += [f"harness.{f}" for f in HARNESS_FIELDS]
     captured = captured_names(data.get("steps"))
-    for name, where in captured.items():
-        if name in scope or is_builtin(name):
-            problems.append(
-                BindingProblem(
-                    where,
-                    f"{name!r} is already a binding; a captured name must be new",
-                    "choose another name",
-                )
-            )
-        elif not re.fullmatch(NAME_PATTERN, name):
-            problems.append(
-                BindingProblem(where, f"captured name {name!r} is not a name ({NAME_PATTERN})")
-            )
-    known += list(captured)
-
-    def unknown_in(names: Sequence[str]) -> Callable[[str, Path], None]:
-        def report(name: str, at: Path) -> None:
-            if name.startswith("${{"):
-                problems.append(
-                    BindingProblem(
-                        at,
-                        f"{name!r} is not a reference",
-                        "write ${{ name }} with a binding, matrix.<key>, a built-in or a "
-                        f"captured name ({NAME_PATTERN} and dots); no indexes or expressions",
-                    )
-                )
-                return
-            if name in captured or name.split(".")[0] in captured:
-                return  # given a value during the run
-            if is_builtin(name):
-                problem = builtin_problem(name, clusters, components)
-                if problem is None:
-                    return
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = (
-                f"did you mean {close[0]!r}?"
-                if close
-                else "bindings, matrix.<key> and built-ins (docs/scenarios.md)"
-            )
-            problems.append(BindingProblem(at, f"unknown binding {name!r}", hint))
-
-        return report
-
-    out = substitute(rest, scope, unknown=unknown_in(known))
+    problems += _captured_problems(captured, scope)
+    known = _Known(scope, captured, *_declared(rest))
+    out = substitute(rest, scope, unknown=known.reporter(problems))
     if isinstance(data.get("bindings"), dict):  # as resolved, so the instance stands alone
         out["bindings"] = {k: scope[k] for k in data["bindings"] if k in scope}
     steps = data.get("steps")
     if isinstance(steps, list):
-        new_steps = []
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict):
-                new_steps.append(step)
-                continue
-            step_scope = _scope(step.get("bindings"), scope, ("steps", i, "bindings"), problems)
-            body = {k: v for k, v in step.items() if k != "bindings"}
-            names = [*known, *step_scope]
-            body = substitute(body, step_scope, path=("steps", i), unknown=unknown_in(names))
-            if isinstance(step.get("bindings"), dict):
-                body["bindings"] = {k: step_scope[k] for k in step["bindings"] if k in step_scope}
-            new_steps.append(body)
-        out["steps"] = new_steps
+        out["steps"] = [
+            _resolve_step(step, i, scope, known, problems) for i, step in enumerate(steps)
+        ]
     elif steps is not None:
         out["steps"] = steps
     return out, problems
+
+
+def _resolve_step(
+    step: Any, index: int, scope: Mapping[str, Any], known: _Known, problems: list[Problem]
+) -> Any:
+    """One step with its own bindings over the scenario's (``scope``) substituted."""
+    if not isinstance(step, dict):
+        return step
+    step_scope = _scope(step.get("bindings"), scope, ("steps", index, "bindings"), problems)
+    body = {k: v for k, v in step.items() if k != "bindings"}
+    report = known.reporter(problems, also=step_scope)
+    body = substitute(body, step_scope, path=("steps", index), unknown=report)
+    if isinstance(step.get("bindings"), dict):
+        body["bindings"] = {k: step_scope[k] for k in step["bindings"] if k in step_scope}
+    return body
+
+
+def _captured_problems(captured: Mapping[str, Loc], scope: Mapping[str, Any]) -> list[Problem]:
+    """A captured name must be a new name."""
+    problems = []
+    for name, where in captured.items():
+        if name in scope or is_builtin(name):
+            message = f"{name!r} is already a binding; a captured name must be new"
+            problems.append(Problem(where, message, "choose another name"))
+        elif not re.fullmatch(NAME_PATTERN, name):
+            message = f"captured name {name!r} is not a name ({NAME_PATTERN})"
+            problems.append(Problem(where, message))
+    return problems
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What a reference may name at load time: bindings in ``scope``, names captured during
+    the run, and the built-ins of the declared ``clusters`` and listener ``components``."""
+
+    scope: Mapping[str, Any]
+    captured: Mapping[str, Loc]
+    clusters: Sequence[str]
+    components: Sequence[str]
+
+    def names(self) -> list[str]:
+        """Every name, for "did you mean"."""
+        known = [*self.scope, "runId"]
+        known += [f"clusters.{c}.{f}" for c in self.clusters for f in CLUSTER_FIELDS]
+        known += [f"listeners.{c}.{f}" for c in self.components for f in LISTENER_FIELDS]
+        known += [f"gateway.{f}" for f in GATEWAY_FIELDS]
+        known += [f"harness.{f}" for f in HARNESS_FIELDS]
+        return known + list(self.captured)
+
+    def problem(self, name: str, at: Loc, names: Sequence[str]) -> Problem | None:
+        """What is wrong with a reference to ``name`` left in place, if anything."""
+        if name.startswith("${{"):
+            return Problem(
+                at,
+                f"{name!r} is not a reference",
+                "write ${{ name }} with a binding, matrix.<key>, a built-in or a "
+                f"captured name ({NAME_PATTERN} and dots); no indexes or expressions",
+            )
+        if name in self.captured or name.split(".")[0] in self.captured:
+            return None  # given a value during the run
+        if is_builtin(name) and builtin_problem(name, self.clusters, self.components) is None:
+            return None
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else _UNKNOWN_HINT
+        return Problem(at, f"unknown binding {name!r}", hint)
+
+    def reporter(
+        self, problems: list[Problem], also: Iterable[str] = ()
+    ) -> Callable[[str, Loc], None]:
+        """``substitute``'s ``unknown``: adds the problem to ``problems``; ``also``: more
+        names (a step's bindings) to suggest."""
+        names = [*self.names(), *also]
+
+        def report(name: str, at: Loc) -> None:
+            problem = self.problem(name, at, names)
+            if problem is not None:
+                problems.append(problem)
+
+        return report
 
 
 # Run time ----------------------------------------------------------------------------------

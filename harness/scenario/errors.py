@@ -1,11 +1,36 @@
-"""Scenario errors: each one names the file, line and column and says what to change."""
+"""Scenario errors: each one names the file, line and column and says what to change.
+
+Checks that read the data, not the file (bindings, cross-references), report a
+:class:`Problem` at a path of YAML keys and list indexes; the loader locates it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+
+Loc = tuple[str | int, ...]
+"""The YAML keys and list indexes from the top of a scenario to one value."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong at ``loc`` and, in ``hint``, what to change."""
+
+    loc: Loc
+    message: str
+    hint: str = ""
+
+
+def suggest(name: str, known: Iterable[str], what: str) -> str:
+    """``did you mean 'x'? (<what>: a, b, c)`` or just the list."""
+    known = sorted(set(known))
+    close = difflib.get_close_matches(name, known, n=1)
+    listing = f"{what}: {', '.join(known)}" if known else f"no {what} declared"
+    return f"did you mean {close[0]!r}? ({listing})" if close else listing
 
 
 @dataclass(frozen=True)

@@ -173,9 +173,7 @@ class Latency(Model):
 
     @model_validator(mode="after")
     def _some_bound(self) -> Latency:
-        if self.p50 is None and self.p99 is None and self.max is None:
-            raise ValueError("latency needs at least one of p50, p99, max")
-        return self
+        return self.given_any("latency", "p50", "p99", "max")
 
 
 class WriteLatency(Model):
@@ -193,9 +191,7 @@ class WriteLatency(Model):
 
     @model_validator(mode="after")
     def _some_bound(self) -> WriteLatency:
-        if self.p50 is None and self.p99 is None and self.max is None and self.failed is None:
-            raise ValueError("writes needs at least one of p50, p99, max, failed")
-        return self
+        return self.given_any("writes", "p50", "p99", "max", "failed")
 
     @property
     def has_latency_bound(self) -> bool:
@@ -216,26 +212,5 @@ class Expect(Model):
 
     @model_validator(mode="after")
     def _something(self) -> Expect:
-        if not (
-            self.events
-            or self.truth
-            or self.reconciles
-            or self.rejections
-            or self.metrics
-            or self.latency
-            or self.writes
-            or self.timeline
-        ):
-            raise ValueError(
-                "expect needs at least one of events, truth, reconciles, rejections, "
-                "metrics, latency, writes, timeline"
-            )
-        return self
-
-
-def parse_target(target: str) -> tuple[str, str]:
-    """``"webhook/skr-a"`` → ``("webhook", "skr-a")``; ``"gateway"`` → ``("gateway", "")``."""
-    if not re.fullmatch(TARGET_PATTERN, target):
-        raise ValueError(f"invalid target {target!r}")
-    kind, _, name = target.partition("/")
-    return kind, name
+        fields = ("events", "truth", "reconciles", "rejections", "metrics", "latency", "writes")
+        return self.given_any("expect", *fields, "timeline")

@@ -14,14 +14,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from harness.scenario.bindings import (
-    BindingProblem,
-    instance_name,
-    instances,
-    resolve_load_time,
-)
-from harness.scenario.errors import InvalidScenario, Location, ScenarioError
+from harness.scenario.bindings import resolve_load_time
+from harness.scenario.errors import InvalidScenario, Location, Problem, ScenarioError
 from harness.scenario.locate import at, place, resolve, show, translate
+from harness.scenario.matrix import instance_name, instances
 from harness.scenario.model import Scenario
 from harness.scenario.operations import ApplyOp
 
@@ -159,17 +155,17 @@ def _node_at(root: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
 
 
 def _binding_errors(
-    problems: Sequence[BindingProblem], root: yaml.Node, data: Any, source: str
+    problems: Sequence[Problem], root: yaml.Node, data: Any, source: str
 ) -> list[ScenarioError]:
     seen: set[tuple[str, int, int]] = set()
     out = []
     for p in problems:
-        location = at(source, _node_at(root, p.path))
+        location = at(source, _node_at(root, p.loc))
         key = (p.message, location.line or 0, location.column or 0)
         if key in seen:
             continue  # one line per place, not per matrix instance
         seen.add(key)
-        where = place(p.path, data)
+        where = place(p.loc, data)
         out.append(ScenarioError(f"{where}: {p.message}", location=location, hint=p.hint))
     return sorted(out, key=_position)
 

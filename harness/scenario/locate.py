@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, Discriminator, Tag, ValidationError
 from pydantic_core import ErrorDetails
 
-from harness.scenario.errors import Location, ScenarioError
+from harness.scenario.errors import Loc, Location, ScenarioError
 from harness.scenario.expectations import METRIC_NAME_PATTERN, TARGET_PATTERN
 from harness.scenario.model import Scenario
 from harness.scenario.operations import (
@@ -28,7 +28,7 @@ from harness.scenario.operations import (
     OPERATIONS,
     SELECTION_CLUSTER_PATTERN,
 )
-from harness.scenario.references import Loc, ReferenceProblems
+from harness.scenario.references import ReferenceProblems
 from harness.scenario.steps import Step
 from harness.scenario.timeline import TIMELINE_FAULT_TARGET_PATTERN
 
@@ -66,27 +66,35 @@ def _unwrap(tp: Any) -> tuple[str, Any]:
         if origin is typing.Annotated:
             inner, *meta = typing.get_args(tp)
             if any(isinstance(m, Discriminator) for m in meta):
-                members = {}
-                for member in typing.get_args(inner):
-                    tags = [m.tag for m in typing.get_args(member)[1:] if isinstance(m, Tag)]
-                    if tags:
-                        members[tags[0]] = member
-                return "union", members
+                return "union", _tagged_members(inner)
             tp = inner
-            continue
-        if origin in (typing.Union, types.UnionType):
+        elif origin in (typing.Union, types.UnionType):
             options = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(options) != 1:
                 return "leaf", None
             tp = options[0]
-            continue
-        if origin in (tuple, list):
-            return "seq", typing.get_args(tp)[0]
-        if origin is dict:
-            return "dict", typing.get_args(tp)[1]
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return "model", tp
-        return "leaf", None
+        else:
+            return _container(tp, origin)
+
+
+def _tagged_members(union: Any) -> dict[str, Any]:
+    """A discriminated union's members by their ``Tag``."""
+    members = {}
+    for member in typing.get_args(union):
+        tags = [m.tag for m in typing.get_args(member)[1:] if isinstance(m, Tag)]
+        if tags:
+            members[tags[0]] = member
+    return members
+
+
+def _container(tp: Any, origin: Any) -> tuple[str, Any]:
+    if origin in (tuple, list):
+        return "seq", typing.get_args(tp)[0]
+    if origin is dict:
+        return "dict", typing.get_args(tp)[1]
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return "model", tp
+    return "leaf", None
 
 
 def _field_type(model: type[BaseModel], key: str | int) -> Any:
@@ -249,21 +257,10 @@ def _one(err: ErrorDetails, root: yaml.Node, data: Any, source: str) -> Scenario
 
     if kind == "extra_forbidden" and path:
         key = str(path[-1])
-        where = place(path[:-1], data)
-        known = _keys(found.parent)
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        if close:
-            hint = f"did you mean {close[0]!r}?"
-        elif known:
-            hint = f"known keys: {', '.join(known)}"
-        else:
-            hint = ""
-        if found.parent is Step and key in OPERATIONS:
-            hint = f"operations go in a list under try, catch or finally: try: [{{{key}: ...}}]"
         return ScenarioError(
-            f"unknown key {key!r} in {where}",
+            f"unknown key {key!r} in {place(path[:-1], data)}",
             location=at(source, found.key or node),
-            hint=hint,
+            hint=_unknown_key_hint(key, found.parent),
         )
     if kind == "missing" and path:
         return ScenarioError(
@@ -316,6 +313,17 @@ def _one(err: ErrorDetails, root: yaml.Node, data: Any, source: str) -> Scenario
     elif message.startswith("Input should be"):
         message = message.replace("Input should be", "should be", 1) + f", got {show(value)}"
     return ScenarioError(f"{where}: {message}", location=at(source, node))
+
+
+def _unknown_key_hint(key: str, model: type[BaseModel] | None) -> str:
+    """Where an operation goes, the known key ``key`` is closest to, or all known keys."""
+    if model is Step and key in OPERATIONS:
+        return f"operations go in a list under try, catch or finally: try: [{{{key}: ...}}]"
+    known = _keys(model)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"known keys: {', '.join(known)}" if known else ""
 
 
 def _keys(model: type[BaseModel] | None) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.matching.objects import check_expressions
+from harness.matching.syntax import check_expressions
 from harness.scenario.values import RESOURCE_SCHEMA_EXTRA, Labels, Model, Resource
 
 

@@ -8,8 +8,8 @@ from pydantic import Discriminator, Field, Tag, model_validator
 
 from harness import faults
 from harness.faults import BreakLeaves, DropOldCa, Fault, PartFault, RotateCa, RotateLeaves
-from harness.matching.objects import check_expressions, expression_problem
 from harness.matching.output import regex_problem
+from harness.matching.syntax import check_expressions, expression_problem
 from harness.scenario.clusters import CertificateKind
 from harness.scenario.expectations import Count, Expect
 from harness.scenario.objects import ObjectType, match_problem

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from harness.scenario.clusters import Clusters
-from harness.scenario.expectations import MetricExpectation
+from harness.scenario.expectations import Expect, MetricExpectation
 from harness.scenario.operations import (
+    AnyFault,
     BreakFault,
     ExpectOp,
     FaultOp,
@@ -49,15 +50,13 @@ WEBHOOK_FEATURES: Mapping[WebhookFeature, str] = {
     "admission",
 }
 
-UPSTREAM_WEBHOOK_METRICS = frozenset(
-    {
-        "watcher_admission_request_total",
-        "watcher_admission_request_error_total",
-        "watcher_kcp_requests_total",
-        "watcher_failed_kcp_total",
-        "watcher_request_duration",
-        "watcher_fips_mode",
-    }
+UPSTREAM_WEBHOOK_METRICS = (
+    "watcher_admission_request_total",
+    "watcher_admission_request_error_total",
+    "watcher_kcp_requests_total",
+    "watcher_failed_kcp_total",
+    "watcher_request_duration",
+    "watcher_fips_mode",
 )
 """What upstream's webhook exports besides the Go client's ``process_*`` and ``go_*``."""
 
@@ -156,33 +155,41 @@ def _reconcile_needs(trigger: str | None, outcomes: frozenset[str] | None) -> se
 
 
 def _operation_klm_needs(op: Operation) -> dict[KlmFeature, str]:
-    found: dict[KlmFeature, str] = {}
     if isinstance(op, ExpectOp):
-        expect = op.expect
-        for r in expect.reconciles:
-            for feature in _reconcile_needs(r.trigger, r.outcomes):
-                found.setdefault(feature, f"expects reconciles of {r.kyma} by trigger/outcome")
-        for t in expect.timeline:
-            for occurrence in (t.first, t.then):
-                sel = occurrence.reconcile
-                if sel is not None:
-                    for feature in _reconcile_needs(sel.trigger, sel.outcomes):
-                        found.setdefault(feature, "orders reconciles by trigger/outcome")
-        for rejection in expect.rejections:
-            found.setdefault("rejection-reasons", f"counts {rejection.reason} refusals")
-            if rejection.reason == "san-mismatch":
-                found.setdefault("san-pinning", "expects SAN-mismatch refusals")
-    elif isinstance(op, FaultOp):
-        fault = op.fault
-        if isinstance(fault, RotateFault | BreakFault):
-            found["harness-klm"] = "changes the certificates the harness's KLM issues"
-        elif (
-            isinstance(fault, ProcessFault)
-            and fault.target.startswith("webhook/")
-            and fault.action != "kill"  # a KLM process owns the Deployment: no stop, start
-        ):
-            found["harness-klm"] = f"{fault.action}s {fault.target} (only kill otherwise)"
+        return _expect_klm_needs(op.expect)
+    if isinstance(op, FaultOp):
+        return _fault_klm_needs(op.fault)
+    return {}
+
+
+def _expect_klm_needs(expect: Expect) -> dict[KlmFeature, str]:
+    found: dict[KlmFeature, str] = {}
+    for r in expect.reconciles:
+        for feature in _reconcile_needs(r.trigger, r.outcomes):
+            found.setdefault(feature, f"expects reconciles of {r.kyma} by trigger/outcome")
+    ordered = [
+        o.reconcile for t in expect.timeline for o in (t.first, t.then) if o.reconcile is not None
+    ]
+    for sel in ordered:
+        for feature in _reconcile_needs(sel.trigger, sel.outcomes):
+            found.setdefault(feature, "orders reconciles by trigger/outcome")
+    for rejection in expect.rejections:
+        found.setdefault("rejection-reasons", f"counts {rejection.reason} refusals")
+        if rejection.reason == "san-mismatch":
+            found.setdefault("san-pinning", "expects SAN-mismatch refusals")
     return found
+
+
+def _fault_klm_needs(fault: AnyFault) -> dict[KlmFeature, str]:
+    if isinstance(fault, RotateFault | BreakFault):
+        return {"harness-klm": "changes the certificates the harness's KLM issues"}
+    if (
+        isinstance(fault, ProcessFault)
+        and fault.target.startswith("webhook/")
+        and fault.action != "kill"  # a KLM process owns the Deployment: no stop, start
+    ):
+        return {"harness-klm": f"{fault.action}s {fault.target} (only kill otherwise)"}
+    return {}
 
 
 def derived_klm_from_operations(operations: Iterable[Operation]) -> dict[KlmFeature, str]:

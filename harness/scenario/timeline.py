@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from harness.matching.objects import is_expression_key
+from harness.matching.syntax import is_expression_key
 from harness.scenario.objects import ObjectType, match_problem
 from harness.scenario.reconciles import Outcomes, ReconcileTrigger
 from harness.scenario.values import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 from pydantic.alias_generators import to_camel
@@ -22,6 +22,12 @@ class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel
     )
+
+    def given_any(self, what: str, *fields: str) -> Self:
+        """``self`` if one of ``fields`` is given (not null, not empty), else a ValueError."""
+        if all(getattr(self, name) in (None, ()) for name in fields):
+            raise ValueError(f"{what} needs at least one of {', '.join(fields)}")
+        return self
 
 
 # Durations ---------------------------------------------------------------------------------

@@ -28,13 +28,9 @@ from harness.matching.functions import (
     compile_expression,
     search,
 )
-from harness.matching.objects import (
-    MISSING,
-    ExpressionError,
-    check_expressions,
-    match_object,
-    select_mismatch_summary,
-)
+from harness.matching.mismatches import MISSING, select_mismatch_summary
+from harness.matching.objects import match_object
+from harness.matching.syntax import ExpressionError, check_expressions
 from watcher import pki
 
 NOW = dt.datetime(2026, 11, 27, 20, 0, tzinfo=dt.UTC)

@@ -11,23 +11,22 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.matching.objects import (
+from harness.matching.mismatches import (
     MISSING,
+    Mismatch,
+    ObjectMatch,
+    diff,
+    select_mismatch_summary,
+)
+from harness.matching.objects import closest, match_any, match_object, scalars_equal
+from harness.matching.syntax import (
     ROOT,
     SPECIAL_KEYS,
     ExpressionError,
-    Mismatch,
-    ObjectMatch,
     Path,
     check_expressions,
-    closest,
-    diff,
     format_path,
     is_expression_key,
-    match_any,
-    match_object,
-    scalars_equal,
-    select_mismatch_summary,
 )
 
 KEYS = st.text(max_size=8).filter(lambda k: not is_expression_key(k) and k not in SPECIAL_KEYS)

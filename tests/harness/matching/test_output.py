@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.matching.objects import ExpressionError
 from harness.matching.output import (
     OutputResult,
     OutputSpec,
@@ -17,6 +16,7 @@ from harness.matching.output import (
     regex_problem,
     truncate,
 )
+from harness.matching.syntax import ExpressionError
 
 KUBECTL_GET = json.dumps(
     {

@@ -1,27 +1,87 @@
-"""Free TCP ports on loopback, and recognising the race that picking them implies.
+"""Ports for the servers the harness starts: reserved, so that no one else takes them.
 
-A port found by binding port 0 is free only until someone else binds it; between our
-check and the server's bind, another xdist worker may take it. The servers we start then
-die with "address already in use", which callers detect with :func:`address_in_use` and
-answer by retrying with fresh ports (:func:`start_on_free_ports`).
+A part keeps its port across a stop and a start (a fault), and while it is down, any
+process binding port 0 could be handed that port by the kernel — another xdist worker's
+server, or any program's outgoing connection. So ports come from below the kernel's
+ephemeral range (``ip_local_port_range``; the kernel never hands those out by itself),
+and each is reserved for this process by a lock file other harness processes respect
+(:func:`free_port`). What is left is the race with a program that binds a fixed port in
+that range: servers that die with "address already in use" are detected
+(:func:`address_in_use`) and started again on fresh ports (:func:`start_on_free_ports`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
+import random
 import socket
+import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from harness.errors import ProcessExitedEarly
 
 LOOPBACK = "127.0.0.1"
+RESERVED_PORTS = 8192
+"""How many ports below the ephemeral range the harness picks from."""
+
+_held: dict[int, int] = {}
+"""Port → the open lock file that reserves it for this process (closed at exit)."""
+
+
+def _ephemeral_start() -> int:
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text(encoding="ascii")
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _lock_dir() -> Path:
+    path = Path(tempfile.gettempdir()) / f"watcher-harness-ports-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def _reserve(port: int) -> bool:
+    fd = os.open(_lock_dir() / str(port), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _held[port] = fd
+    return True
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port on ``host`` that was free a moment ago (bind port 0, read it back)."""
+    """A TCP port on ``host``, free now and reserved for this process until it exits:
+    below the ephemeral range, locked against other harness processes (parallel workers,
+    parallel runs). If none is left, one the kernel picks (bind port 0)."""
+    end = _ephemeral_start()
+    first = max(1024, end - RESERVED_PORTS)
+    candidates = list(range(first, end))
+    offset = random.randrange(len(candidates))
+    for port in candidates[offset:] + candidates[:offset]:
+        if port in _held or not _reserve(port):
+            continue
+        if _bindable(host, port):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
+        picked: int = s.getsockname()[1]
+        return picked
 
 
 def address_in_use(log_text: str) -> bool:

@@ -181,6 +181,7 @@ def down_window_writes(report: ScenarioReport, restarted: float | None) -> int |
 
 async def loss(runs: int, spools: list[str], which: list[str], report_dir: Path) -> None:
     from harness.report import ReportBuilder
+    from harness.runner.plan import plan_scenario
     from harness.runner.run import new_run_id
     from harness.runner.scenario import RunOptions, run_scenario
     from harness.scenario import load_scenario
@@ -193,11 +194,11 @@ async def loss(runs: int, spools: list[str], which: list[str], report_dir: Path)
                 scenario = load_scenario(path)
                 env = {} if spool == "on" else {"WATCHER_SPOOL_DIR": ""}
                 builder = ReportBuilder(new_run_id())
-                options = RunOptions(
-                    log_dir=report_dir / f"logs-{key}-{spool}-{run}", webhook_env=env
-                )
+                options = RunOptions(log_dir=report_dir / f"logs-{key}-{spool}-{run}")
                 report = await run_scenario(
-                    scenario, builder.scenario(scenario.name, str(path)), options
+                    plan_scenario(scenario, webhook_env=env),
+                    builder.scenario(scenario.name, str(path)),
+                    options,
                 )
                 truth = next((e for e in report.expectations if e.kind == "truth"), None)
                 actual = truth.actual if truth is not None else report.error or "no truth check"

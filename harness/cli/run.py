@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -36,7 +38,9 @@ from harness.cli.scenarios import (
 )
 from harness.clusters.selection import BackendOverride
 from harness.report import RunReport, ScenarioReport, Status
-from harness.runner.backend import BackendProblem, check_backends
+from harness.runner.backend import missing_tools
+from harness.runner.plan import ScenarioPlan, plan_scenario
+from harness.runner.run import RunResult
 from harness.runner.summary import failure_lines, problem_lines
 from harness.scenario import Scenario
 from harness.scenario.collection import collect_scenarios
@@ -140,16 +144,6 @@ def _retries(text: str) -> int:
     return value
 
 
-def _backend_unavailable(scenarios: list[Scenario], override: BackendOverride) -> str | None:
-    """The lines saying why the chosen backends cannot run here (an invalid choice, missing
-    tools), checked before anything starts; None if they can. A scenario the backend
-    cannot run is not one: the runner reports it skipped."""
-    checks = asyncio.run(check_backends(scenarios, override))
-    fatal = (BackendProblem.INVALID, BackendProblem.UNAVAILABLE)
-    reasons = [c.reason for c in checks if c.problem in fatal and c.reason]
-    return "\n".join(dict.fromkeys(reasons)) or None
-
-
 def summary_table(report: RunReport) -> Table:
     """One row per scenario; a ``reason`` column when any was skipped (say it checked
     nothing because its steps need what the webhook under test lacks)."""
@@ -172,26 +166,10 @@ def summary_table(report: RunReport) -> Table:
     return table
 
 
-def run(args: argparse.Namespace) -> int:
-    selectors = parse_selector_args("run", args.selector)
-    if selectors is None:
-        return EXIT_INVALID
-    collected = collect_scenarios(args.paths)
-    if not collected.ok:
-        for line in collected.problems:
-            print(line, file=sys.stderr)
-        return EXIT_INVALID
-    loaded = select(collected.scenarios, selectors)
-    if not loaded:
-        print(nothing_selected("run", selectors, len(collected.scenarios)), file=sys.stderr)
-        return EXIT_INVALID
-    from harness.runner import run_all  # the environment is imported only to run
-    from harness.runner.scenario import RunOptions
-
-    console = Console()
-    quiet = not console.is_terminal
-    scenarios = [s for _, s in loaded]
-    override = BackendOverride(
+def backend_override(args: argparse.Namespace) -> BackendOverride:
+    """The command line's say on every scenario's backend (over ``WATCHER_HARNESS_*``,
+    over the files)."""
+    return BackendOverride(
         name=args.backend,
         kubeconfig=args.kubeconfig,
         contexts=args.context,
@@ -202,74 +180,125 @@ def run(args: argparse.Namespace) -> int:
         klm_crds=args.klm_crds,
         klm_features=args.klm_features,
     )
-    missing = _backend_unavailable(scenarios, override)
-    if missing is not None:
-        for line in missing.splitlines():
-            print(f"watcher-harness run: {line}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
-    total = len(scenarios)
-    status = console.status("starting") if not quiet else None
-    position = 0
 
-    def on_start(scenario: object) -> None:
-        nonlocal position
-        position += 1
-        if status is not None:
-            status.update(f"[{position}/{total}] running {getattr(scenario, 'name', '')}")
 
-    def on_done(result: ScenarioReport) -> None:
-        if quiet:
+def _selected(args: argparse.Namespace) -> list[Scenario] | None:
+    """The valid scenarios the command line selects; None after printing why there are
+    none to run (a bad selector, an invalid file, a selection matching nothing)."""
+    selectors = parse_selector_args("run", args.selector)
+    if selectors is None:
+        return None
+    collected = collect_scenarios(args.paths)
+    if not collected.ok:
+        for line in collected.problems:
+            print(line, file=sys.stderr)
+        return None
+    loaded = select(collected.scenarios, selectors)
+    if not loaded:
+        print(nothing_selected("run", selectors, len(collected.scenarios)), file=sys.stderr)
+        return None
+    return [s for _, s in loaded]
+
+
+def _cannot_start(plans: Sequence[ScenarioPlan]) -> list[str]:
+    """The lines saying why the chosen backends cannot run here (an invalid choice, missing
+    tools), asked before anything starts; none if they can. A scenario the backend cannot
+    run is not one: the runner reports it skipped."""
+    missing = asyncio.run(missing_tools(plans))
+    reasons = [plan.error or tools for plan, tools in zip(plans, missing, strict=True)]
+    return [line for r in dict.fromkeys(r for r in reasons if r) for line in r.splitlines()]
+
+
+class _Progress:
+    """What the terminal shows while the plans run (nothing when stdout is not one): a
+    status line, a line per finished scenario with its failures, and each retry."""
+
+    def __init__(self, console: Console, total: int, retries: int) -> None:
+        self.console = console
+        self.quiet = not console.is_terminal
+        self.status = console.status("starting") if not self.quiet else None
+        self.total = total
+        self.attempts = retries + 1
+        self.position = 0
+
+    def start(self, scenario: Scenario) -> None:
+        self.position += 1
+        if self.status is not None:
+            self.status.update(f"[{self.position}/{self.total}] running {scenario.name}")
+
+    def done(self, result: ScenarioReport) -> None:
+        if self.quiet:
             return
         style = _STYLE[result.status]
-        console.print(
+        self.console.print(
             f"[{style}]{result.status.value:7}[/] {result.name} "
             f"({result.expectations_passed}/{len(result.expectations)} expectations, "
             f"{result.duration:.1f} s)"
         )
         for line in failure_lines(result):
-            console.print(f"    {line}", markup=False, highlight=False)
+            self.console.print(f"    {line}", markup=False, highlight=False)
 
-    def on_retry(failed: ScenarioReport, attempt: int) -> None:
-        if status is not None:
-            status.update(
-                f"[{position}/{total}] running {failed.name} (attempt {attempt} of "
-                f"{args.retries + 1})"
+    def retry(self, failed: ScenarioReport, attempt: int) -> None:
+        if self.status is not None:
+            self.status.update(
+                f"[{self.position}/{self.total}] running {failed.name} (attempt {attempt} of "
+                f"{self.attempts})"
             )
-        if quiet:
+        if self.quiet:
             return
-        console.print(
+        self.console.print(
             f"[yellow]retry  [/] {failed.name}: attempt {attempt - 1} {failed.status.value} "
-            f"({failed.duration:.1f} s); attempt {attempt} of {args.retries + 1} from fresh "
+            f"({failed.duration:.1f} s); attempt {attempt} of {self.attempts} from fresh "
             "clusters"
         )
         for line in problem_lines(failed):
-            console.print(f"    {line}", markup=False, highlight=False)
+            self.console.print(f"    {line}", markup=False, highlight=False)
 
-    coro = run_all(
-        scenarios,
-        report_dir=args.report_dir,
-        junit=args.junit,
-        keep_going=args.keep_going,
-        options=RunOptions(
-            log_dir=args.report_dir / "logs" if args.report_dir else None, backend=override
-        ),
-        retries=args.retries,
-        on_start=on_start,
-        on_done=on_done,
-        on_retry=on_retry,
-    )
-    if status is not None:
-        with status:
-            result = asyncio.run(coro)
-    else:
-        result = asyncio.run(coro)
-    report = result.report
-    console.print(summary_table(report))
-    if quiet:
-        for s in report.scenarios:
+    def run(self, runs: Coroutine[Any, Any, RunResult]) -> RunResult:
+        if self.status is None:
+            return asyncio.run(runs)
+        with self.status:
+            return asyncio.run(runs)
+
+
+def _print_results(progress: _Progress, result: RunResult) -> None:
+    """The summary table, (quiet) every failure on its own line, where the reports are."""
+    progress.console.print(summary_table(result.report))
+    if progress.quiet:
+        for s in result.report.scenarios:
             for line in failure_lines(s):
                 print(f"{s.name}: {line}")
     for label, path in (("HTML report", result.written.html), ("JUnit", result.written.junit)):
         if path is not None:
             print(f"{label}: {path}")
-    return 0 if report.ok and len(report.scenarios) == total else EXIT_FAILED
+
+
+def run(args: argparse.Namespace) -> int:
+    scenarios = _selected(args)
+    if scenarios is None:
+        return EXIT_INVALID
+    from harness.runner import run_all  # the environment is imported only to run
+    from harness.runner.scenario import RunOptions
+
+    plans = [plan_scenario(s, backend_override(args)) for s in scenarios]
+    problems = _cannot_start(plans)
+    for line in problems:
+        print(f"watcher-harness run: {line}", file=sys.stderr)
+    if problems:
+        return EXIT_UNAVAILABLE
+    progress = _Progress(Console(), len(plans), args.retries)
+    runs = run_all(
+        plans,
+        report_dir=args.report_dir,
+        junit=args.junit,
+        keep_going=args.keep_going,
+        options=RunOptions(log_dir=args.report_dir / "logs" if args.report_dir else None),
+        retries=args.retries,
+        on_start=progress.start,
+        on_done=progress.done,
+        on_retry=progress.retry,
+    )
+    result = progress.run(runs)
+    _print_results(progress, result)
+    report = result.report
+    return 0 if report.ok and len(report.scenarios) == len(plans) else EXIT_FAILED

@@ -4,10 +4,11 @@ Pure apart from reading the scenario file. ``up`` without ``--scenario``: a KCP,
 KLM's Watcher and a small demo module catalog (:data:`DEMO_MODULES`), so a module enabled
 in an SKR Kyma's ``spec.modules`` gets its Manifest in the KCP. ``up --scenario FILE``:
 what the file declares — clusters, ``modules``, Watchers, listeners, Kymas and settings —
-through the runner's own mapping (:func:`harness.runner.spec.environment_spec`; its Kymas
-are applied with :func:`harness.runner.scenario.setup_kymas` once the environment is up),
-but none of its steps. A file with a ``matrix`` gives one instance: the one ``--matrix
-key=value`` selects, else the first (:attr:`Plan.notes` says which).
+through the runner's own plan on the local backend (:func:`harness.runner.plan
+.plan_scenario`; its Kymas are applied with :func:`harness.runner.scenario.setup_kymas`
+once the environment is up), but none of its steps. A file with a ``matrix`` gives one
+instance: the one ``--matrix key=value`` selects, else the first (:attr:`Plan.notes`
+says which).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from harness.clusters.selection import (
     choose_backend,
 )
 from harness.environment.spec import EnvironmentSpec, SkrSpec
-from harness.runner.errors import UnsupportedScenario
-from harness.runner.spec import environment_spec, module_catalog
+from harness.runner.plan import plan_scenario
+from harness.runner.spec import module_catalog
 from harness.scenario import Scenario
 from harness.scenario.loader import load_scenario_instances
 from harness.scenario.matrix import Instance, instances
@@ -56,10 +57,13 @@ class Plan:
     """Lines to print before starting (which matrix instance was taken)."""
 
 
+LOCAL = BackendOverride(name="local")
+"""``up`` runs local clusters (``WATCHER_HARNESS_WEBHOOK_COMMAND`` still applies)."""
+
+
 def _local_backend() -> BackendChoice:
-    """``up`` runs local clusters (``WATCHER_HARNESS_WEBHOOK_COMMAND`` still applies)."""
     try:
-        return choose_backend("local", override=BackendOverride(name="local"))
+        return choose_backend("local", override=LOCAL)
     except BackendSelectionError as exc:
         raise PlanError(str(exc)) from None
 
@@ -161,11 +165,10 @@ def scenario_plan(path: str | Path, matrix: Sequence[str] = ()) -> Plan:
     if len(combos) != len(found):  # the loader made them from the same matrix
         raise PlanError(f"{path}: its matrix gives {len(combos)} instances, not {len(found)}")
     scenario, notes = choose_instance(found, combos, wanted)
-    try:
-        spec = environment_spec(scenario, backend=_local_backend())
-    except UnsupportedScenario as exc:
-        raise PlanError(str(exc)) from None
-    return Plan(spec, scenario.modules, scenario=scenario, notes=notes)
+    planned = plan_scenario(scenario, LOCAL)
+    if planned.spec is None:
+        raise PlanError(planned.error or planned.skip_reason or "")
+    return Plan(planned.spec, scenario.modules, scenario=scenario, notes=notes)
 
 
 def modules_line(modules: Sequence[Module]) -> str:

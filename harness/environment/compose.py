@@ -127,15 +127,13 @@ def _certificate_issuer(
     return issue
 
 
-def _skr_webhooks(
-    spec: EnvironmentSpec, fleet_ref: list[SkrFleet]
-) -> Callable[[str], SkrWebhook | None]:
+def _skr_webhooks(spec: EnvironmentSpec, fleet: SkrFleet) -> Callable[[str], SkrWebhook | None]:
     """Runtime id → the installation of its SKR (None: no SKR of this environment)."""
     clusters = {s.runtime_id: s.name for s in spec.skrs}
 
     def target(runtime_id: str) -> SkrWebhook | None:
         cluster = clusters.get(runtime_id)
-        return fleet_ref[0][cluster] if cluster is not None and fleet_ref else None
+        return fleet[cluster] if cluster is not None else None
 
     return target
 
@@ -310,7 +308,6 @@ async def watcher_environment(
 
         skr_clients = SkrClients(kcp_api)
         stack.push_async_callback(skr_clients.aclose)
-        fleet_ref: list[SkrFleet] = []  # the fleet starts after KLM (its listener first)
         metrics = KlmMetrics()
         overrides = {s.kyma_name: s.certificate for s in spec.skrs if not s.certificate.is_default}
         certificates = KymaCertificates(
@@ -320,11 +317,30 @@ async def watcher_environment(
             pinned=[s.kyma_name for s in spec.skrs if not s.certificate.is_default],
             metrics=metrics,
         )
+        # KLM issues each runtime's certificate (KCP Secret <kyma>-webhook-tls) before the
+        # webhook starts with it, as provisioning precedes the first reconcile. The fleet
+        # is built now, for KLM to reach it; it starts after KLM (its listener first).
+        issued = await asyncio.gather(
+            *(certificates.ensure(s.kyma_name, s.runtime_id, s.skr_domain) for s in spec.skrs)
+        )
+        fleet = SkrFleet(
+            skr_installation(
+                spec,
+                s,
+                clusters[s.name],
+                ca=cas.issuing_ca,
+                leaf=cert.issued,
+                ca_bundle_pem=cert.ca_bundle_pem,
+                gateway_port=gateway.port,
+                host_address=host_address,
+            )
+            for s, cert in zip(spec.skrs, issued, strict=True)
+        )
         controller = WatcherController(kcp_api)
         skr_webhooks = SkrWebhookManager(
             certificates,
             watchers=lambda: _routed(gateway, controller.watchers()),
-            target=_skr_webhooks(spec, fleet_ref),
+            target=_skr_webhooks(spec, fleet),
         )
         reconcile = KymaReconcile(kcp_api, skr_clients, watcher=skr_webhooks)
         reconcile_history = ReconcileHistory()
@@ -359,27 +375,7 @@ async def watcher_environment(
         health = await _start_health(spec, stack, klm, skr_clients, registry, mesh, metrics)
         reconcile.health = health
 
-        # KLM issues each runtime's certificate (KCP Secret <kyma>-webhook-tls) before the
-        # webhook starts with it, as provisioning precedes the first reconcile.
-        issued = await asyncio.gather(
-            *(certificates.ensure(s.kyma_name, s.runtime_id, s.skr_domain) for s in spec.skrs)
-        )
-        fleet = await stack.enter_async_context(
-            SkrFleet(
-                skr_installation(
-                    spec,
-                    s,
-                    clusters[s.name],
-                    ca=cas.issuing_ca,
-                    leaf=cert.issued,
-                    ca_bundle_pem=cert.ca_bundle_pem,
-                    gateway_port=gateway.port,
-                    host_address=host_address,
-                )
-                for s, cert in zip(spec.skrs, issued, strict=True)
-            )
-        )
-        fleet_ref.append(fleet)
+        await stack.enter_async_context(fleet)
         if spec.watcher_rollout == "immediate":
             controller.on_change.append(_wire_after_routes(gateway, fleet))
         env = WatcherEnvironment(

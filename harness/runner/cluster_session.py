@@ -5,7 +5,9 @@ the Lifecycle Manager is.
 the same for the harness's own environment and one around a KLM process: writes through
 the SKR and KCP API clients (:mod:`harness.kube`), selections and object watches, the API
 servers' metrics, a kubeconfig per cluster, the gateway's stat names and the built-in
-bindings of clusters and gateway. :class:`~harness.runner.session.LiveSession` and
+bindings of clusters, gateway and listeners, the events the environment's listeners
+accepted and the rejections the listeners it runs counted.
+:class:`~harness.runner.session.LiveSession` and
 :class:`~harness.runner.klm_session.KlmSession` add what each environment observes.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,10 +25,12 @@ from kubernetes_asyncio.client import ApiClient
 from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation, WriteFailed, write_failure
 from harness.clusters.plane import Environment as Clusters
+from harness.environment.events import ObservedEvent
 from harness.environment.spec import EnvironmentSpec
 from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.klm_log import ObservedReconcile
+from harness.kcp.listeners import ManagerListener
 from harness.kube import (
     KubeError,
     NotFound,
@@ -56,6 +60,10 @@ _KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespa
           "modulereleasemetas": "ModuleReleaseMeta"}  # fmt: skip
 WATCH_RETRY_MAX = 5.0
 """Seconds between attempts, at most, to find the type an object watch needs."""
+REJECTION_METRICS = (
+    "watcher_listener_verification_failed_total",
+    "watcher_listener_events_rejected_total",
+)
 
 
 def reconciles_seen(found: Iterable[ObservedReconcile]) -> list[ReconcileSeen]:
@@ -91,6 +99,10 @@ class ClusterPorts(Protocol):
     skr_apis: dict[str, ApiClient]
     gateway: EnvoyGateway
     workdir: Path
+    listeners: dict[str, ManagerListener]
+
+    @property
+    def events(self) -> Sequence[ObservedEvent]: ...
 
 
 class ClusterSession:
@@ -99,6 +111,24 @@ class ClusterSession:
     def __init__(self, env: ClusterPorts) -> None:
         self.ports = env
         self._discovered: dict[tuple[str, str, str], Resource] = {}
+
+    @property
+    def events(self) -> Sequence[ObservedEvent]:
+        return self.ports.events
+
+    def rejections(self, listener: str, reason: str) -> float:
+        """From ``listener``'s own counters; a listener the environment does not run in
+        this process (a KLM process's own: a step counting its refusals needs
+        ``rejection-reasons`` and is skipped) counts 0, as a window's baseline."""
+        host = self.ports.listeners.get(listener)
+        if host is None:
+            return 0.0
+        return sum(
+            value
+            for name in REJECTION_METRICS
+            for labels, value in host.samples(name).items()
+            if dict(labels).get("reason") == reason
+        )
 
     def gateway_stat(self, name: str) -> str:
         """``name`` as a full Envoy stat name of this environment's gateway."""
@@ -244,8 +274,8 @@ class ClusterSession:
             path.chmod(0o600)
         return path
 
-    def cluster_builtins(self) -> dict[str, Any]:
-        """The ``clusters`` and ``gateway`` built-in bindings."""
+    def builtins(self) -> dict[str, Any]:
+        """The ``clusters``, ``gateway`` and ``listeners`` built-in bindings."""
         env = self.ports
         clusters = {
             name: {
@@ -256,7 +286,12 @@ class ClusterSession:
             }
             for name, cluster in env.clusters.clusters.items()
         }
-        return {"clusters": clusters, "gateway": {"url": env.gateway.url, "port": env.gateway.port}}
+        listeners = {
+            component: {"port": host.port, "url": host.url if host.running else ""}
+            for component, host in env.listeners.items()
+        }
+        gateway = {"url": env.gateway.url, "port": env.gateway.port}
+        return {"clusters": clusters, "gateway": gateway, "listeners": listeners}
 
     def cluster_processes(self) -> list[Any]:
         """Every API server and etcd incarnation, and the gateway's."""

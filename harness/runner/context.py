@@ -92,12 +92,6 @@ class RunContext:
     """The run's id (the ``runId`` binding)."""
     log_dir: Path | None = None
     """Where the scenario's logs go (full ``script`` output); ``None``: not kept."""
-    webhook_command: tuple[str, ...] = ()
-    """The bring-your-own webhook the SKRs run (() = ours): steps needing ours skip."""
-    klm_command: tuple[str, ...] = ()
-    """The bring-your-own KLM (() = ours in process): steps needing what it lacks skip."""
-    klm_features: tuple[str, ...] = ()
-    """What that KLM shows beyond upstream's (``requirements.KLM_FEATURES``)."""
     object_changes: deque[ObjectChange] = field(
         default_factory=lambda: deque(maxlen=OBJECT_CHANGES_KEPT)
     )

@@ -11,14 +11,6 @@ class RunnerError(HarnessError):
     """Base of every error the scenario runner raises on purpose."""
 
 
-class UnsupportedScenario(RunnerError, ValueError):
-    """The scenario is valid but asks for something the runner cannot bring up."""
-
-
-class BackendUnsupported(UnsupportedScenario):
-    """The chosen cluster backend cannot do what the scenario needs: it is skipped."""
-
-
 class OperationFailed(RunnerError):
     """An operation of a step failed; the message says which and why."""
 

@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 
 from harness.environment.any_klm import KlmEnvironment, klm_environment
-from harness.environment.events import FaultRecord, ObservedEvent
+from harness.environment.events import FaultRecord
 from harness.environment.inject import (
     act,
     apiserver_fault,
@@ -50,10 +50,11 @@ from harness.kube import SECRETS, WATCHERS, create_or_replace, delete, ensure_na
 from harness.report.model import ProcessRecordLike
 from harness.runner.cluster_session import ClusterSession, reconciles_seen
 from harness.runner.session import (
+    FaultPort,
     HttpOutcome,
     Session,
+    WatcherPort,
     client_context,
-    listener_rejections,
     probe_certificate,
     send_request,
 )
@@ -67,29 +68,21 @@ CA_SECRET = "klm-watcher"
 
 
 class KlmSession(ClusterSession):
-    """:class:`~harness.runner.session.Session` over a :class:`KlmEnvironment`."""
+    """:class:`~harness.runner.session.Session` over a :class:`KlmEnvironment`; its own
+    fault and Watcher port (what they do differs from the harness's environment)."""
 
     def __init__(self, env: KlmEnvironment) -> None:
         super().__init__(env)
         self.env = env
+        self.faults: FaultPort = self
+        self.watchers: WatcherPort = self
 
     # -- observation --------------------------------------------------------------------
-
-    @property
-    def events(self) -> Sequence[ObservedEvent]:
-        return self.env.events
 
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
     ) -> Sequence[ReconcileSeen]:
         return reconciles_seen(self.env.klm.reconciles(kyma, trigger, since))
-
-    def rejections(self, listener: str, reason: str) -> float:
-        """From another manager's listener, its counters. The KLM's own refusals by reason
-        are not observable (a step counting them needs ``rejection-reasons`` and is
-        skipped); asked only for a window's baseline, they count 0."""
-        host = self.env.listeners.get(listener)
-        return listener_rejections(host, reason) if host is not None else 0.0
 
     async def _pod_metrics(self, skr: str) -> dict[str, float]:
         pod = self.env.kubelets[skr].pods.get(f"{SKR_NAMESPACE}/{NAME}")
@@ -134,18 +127,16 @@ class KlmSession(ClusterSession):
         return records
 
     def builtins(self) -> dict[str, Any]:
+        """Also the KLM's own listener, part of its process."""
+        out = super().builtins()
         port = self.env.klm.listener_port
-        listeners = {
-            component: {"port": host.port, "url": host.url if host.running else ""}
-            for component, host in self.env.listeners.items()
-        }
         url = f"http://127.0.0.1:{port}" if self.env.klm.running else ""
-        listeners[KLM_LISTENER] = {"port": port, "url": url}
-        return {**self.cluster_builtins(), "listeners": listeners}
+        out["listeners"][KLM_LISTENER] = {"port": port, "url": url}
+        return out
 
     # -- faults -------------------------------------------------------------------------
 
-    async def fault(self, fault: Fault) -> FaultRecord:
+    async def inject(self, fault: Fault) -> FaultRecord:
         at = time.time()
         detail = await inject(self, fault)
         record = FaultRecord(at, fault.target, fault.action, time.time(), detail)

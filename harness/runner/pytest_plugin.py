@@ -21,9 +21,10 @@ then passes passes, is *flaky* in the report part, and the terminal summary says
 
 ``--cluster-backend local|kubeconfig|kind`` (with ``--cluster-kubeconfig FILE[:FILE]`` and
 ``--cluster-contexts kcp=CTX,skr-a=CTX``) runs every file on that backend, over
-``WATCHER_HARNESS_*`` and the files' own ``backend``. A scenario the backend cannot run
-(it stops API servers; kind without Docker) is skipped with the reason
-(:func:`harness.runner.backend.check_backend`).
+``WATCHER_HARNESS_*`` and the files' own ``backend``. Each item plans its scenario once
+(:func:`harness.runner.plan.plan_scenario`) and runs that plan; one the backend cannot run
+(it stops API servers) or whose backend's tools are missing here (kind without Docker:
+:func:`harness.runner.backend.missing_tools`) is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ import pytest
 from harness.clusters.selection import BackendOverride
 from harness.report import ReportBuilder, RunReport, ScenarioReport, Status, write_reports
 from harness.report.writer import write_text_atomic
-from harness.runner.backend import check_backend
+from harness.runner.backend import missing_tools
+from harness.runner.plan import plan_scenario
 from harness.runner.run import new_run_id, run_with_retries
 from harness.runner.scenario import RunOptions
 from harness.runner.summary import failure_lines
@@ -245,15 +247,15 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         directory = _report_dir(self.config)
-        override = backend_override(self.config)
-        check = asyncio.run(check_backend(self.scenario, override))
-        if check.skip_reason is not None:
-            pytest.skip(check.skip_reason)
+        plan = plan_scenario(self.scenario, backend_override(self.config))
+        skip = plan.skip_reason or asyncio.run(missing_tools([plan]))[0]
+        if skip is not None:
+            pytest.skip(skip)
         run_id = self.config.stash.get(_RUN_ID, None) or new_run_id()
         builder = ReportBuilder(run_id)
-        options = RunOptions(log_dir=directory / "logs" if directory else None, backend=override)
+        options = RunOptions(log_dir=directory / "logs" if directory else None)
         report = asyncio.run(
-            run_with_retries(self.scenario, builder, options, retries=_retries(self.config))
+            run_with_retries(plan, builder, options, retries=_retries(self.config))
         )
         if directory is not None:
             write_text_atomic(

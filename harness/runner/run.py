@@ -1,4 +1,4 @@
-"""Running several scenarios one after the other into one run report, and writing it.
+"""Running several scenarios' plans one after the other into one run report, and writing it.
 
 ``retries``: a scenario that failed or errored (not one that was skipped) is run again,
 from fresh clusters, up to ``retries`` more times; one that then passes is *flaky*
@@ -24,6 +24,7 @@ from harness.report import (
     WrittenReports,
     write_reports,
 )
+from harness.runner.plan import ScenarioPlan
 from harness.runner.scenario import RunOptions, run_scenario
 from harness.scenario import Scenario
 
@@ -52,21 +53,21 @@ def attempt_options(options: RunOptions, number: int) -> RunOptions:
 
 
 async def run_with_retries(
-    scenario: Scenario,
+    plan: ScenarioPlan,
     builder: ReportBuilder,
     options: RunOptions,
     *,
     retries: int = 0,
     on_retry: OnRetry | None = None,
 ) -> ScenarioReport:
-    """Run ``scenario`` into ``builder``, again after a failure or error while ``retries``
-    last; the last attempt's report, with the earlier ones in ``attempts``."""
+    """Run ``plan`` into ``builder``, again (the same plan) after a failure or error while
+    ``retries`` last; the last attempt's report, with the earlier ones in ``attempts``."""
     if retries < 0:
         raise ValueError(f"retries must be 0 or more, not {retries}")
-    attempt = builder.scenario(scenario.name, scenario.source or "")
+    attempt = builder.scenario(plan.scenario.name, plan.scenario.source or "")
     number = 1
     while True:
-        result = await run_scenario(scenario, attempt, attempt_options(options, number))
+        result = await run_scenario(plan, attempt, attempt_options(options, number))
         if result.status not in RETRIED or number > retries:
             return result
         number += 1
@@ -76,7 +77,7 @@ async def run_with_retries(
 
 
 async def run_all(
-    scenarios: Sequence[Scenario],
+    plans: Sequence[ScenarioPlan],
     *,
     run_id: str | None = None,
     report_dir: Path | None = None,
@@ -88,18 +89,16 @@ async def run_all(
     on_done: Callable[[ScenarioReport], None] | None = None,
     on_retry: OnRetry | None = None,
 ) -> RunResult:
-    """Run ``scenarios`` in order; stop after the first that fails (after its retries)
+    """Run ``plans`` in order; stop after the first that fails (after its retries)
     unless ``keep_going``. Process logs go to ``report_dir/logs/<scenario>`` unless
     ``options`` says otherwise."""
     builder = ReportBuilder(run_id or new_run_id())
     if options is None:
         options = RunOptions(log_dir=report_dir / "logs" if report_dir else None)
-    for scenario in scenarios:
+    for plan in plans:
         if on_start is not None:
-            on_start(scenario)
-        result = await run_with_retries(
-            scenario, builder, options, retries=retries, on_retry=on_retry
-        )
+            on_start(plan.scenario)
+        result = await run_with_retries(plan, builder, options, retries=retries, on_retry=on_retry)
         if on_done is not None:
             on_done(result)
         if not result.ok and not keep_going:

@@ -1,5 +1,10 @@
-"""Running one scenario: environment up, Kymas, steps in order, observations into the
-report, environment down.
+"""Running one scenario's plan: environment up, Kymas, steps in order, observations into
+the report, environment down.
+
+Everything that could be decided beforehand was, in the plan
+(:func:`harness.runner.plan.plan_scenario`): this only carries it out. A plan that is not
+runnable is reported as it says (skipped, or an error); a step the plan skips is reported
+skipped with its reason.
 
 The scenario's ``timeout`` bounds its steps (the environment's start and stop have
 deadlines of their own). A failing step ends the scenario: later steps are reported as
@@ -13,23 +18,20 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.aio import stop_tasks
-from harness.clusters.selection import BackendOverride
 from harness.environment import EnvironmentSpec
 from harness.kcp.lifecycle_manager.kyma.skr_access import kubeconfig_secret
 from harness.report.builder import ScenarioBuilder
 from harness.report.model import ProcessRecordLike, ScenarioReport, Status, TimelineKind
-from harness.runner.backend import check_backend
 from harness.runner.context import RunContext
-from harness.runner.errors import UnsupportedScenario
 from harness.runner.object_watches import recording_objects
+from harness.runner.plan import PlannedStep, ScenarioPlan
 from harness.runner.session import LiveSession, Session
-from harness.runner.spec import environment_spec, step_skip_reason
 from harness.runner.steps import OPERATION_ERRORS, run_step
 from harness.scenario import KCP, ResourceRef, Scenario, default_kymas
 from harness.scenario.values import format_duration
@@ -58,14 +60,10 @@ async def live_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """``log_dir``: process logs go to ``log_dir/<scenario>`` (kept for the report);
-    ``backend``: the command line's cluster backend (over ``WATCHER_HARNESS_*``, over the
-    scenario file)."""
+    """``log_dir``: process logs go to ``log_dir/<scenario>`` (kept for the report)."""
 
     log_dir: Path | None = None
-    webhook_env: Mapping[str, str] = field(default_factory=dict)
     open_session: OpenSession = live_session
-    backend: BackendOverride | None = None
     run_id: str = ""
 
 
@@ -88,16 +86,16 @@ async def setup_kymas(session: Session, scenario: Scenario) -> None:
         await session.apply(kyma.cluster, kyma.to_dict())
 
 
-async def run_steps(ctx: RunContext) -> None:
-    steps = ctx.scenario.steps
-    for index, step in enumerate(steps):
-        skip = step_skip_reason(step, ctx.webhook_command, ctx.klm_command, ctx.klm_features)
-        if skip is not None:
-            ctx.report.step(step.name, Status.SKIPPED, 0.0, error=skip)
+async def run_steps(ctx: RunContext, steps: Sequence[PlannedStep]) -> None:
+    for index, planned in enumerate(steps):
+        if planned.skip_reason is not None:
+            ctx.report.step(planned.step.name, Status.SKIPPED, 0.0, error=planned.skip_reason)
             continue
-        if not await run_step(ctx, step):
-            for skipped in steps[index + 1 :]:
-                ctx.report.step(skipped.name, Status.SKIPPED, 0.0, error="an earlier step failed")
+        if not await run_step(ctx, planned.step):
+            for later in steps[index + 1 :]:
+                ctx.report.step(
+                    later.step.name, Status.SKIPPED, 0.0, error="an earlier step failed"
+                )
             return
 
 
@@ -113,21 +111,16 @@ async def observe(ctx: RunContext, session: Session) -> None:
 
 
 async def run_scenario(
-    scenario: Scenario, report: ScenarioBuilder, options: RunOptions = RunOptions()
+    plan: ScenarioPlan, report: ScenarioBuilder, options: RunOptions = RunOptions()
 ) -> ScenarioReport:
-    """Run ``scenario``, filling ``report``; the finished scenario report."""
+    """Carry out ``plan``, filling ``report``; the finished scenario report."""
+    if plan.skip_reason is not None:
+        return report.finish(Status.SKIPPED, error=plan.skip_reason)
+    if plan.spec is None:
+        return report.finish(error=plan.error)
+    scenario = plan.scenario
     log_dir = options.log_dir / scenario.name if options.log_dir else None
-    check = await check_backend(scenario, options.backend)
-    if check.skip_reason is not None:
-        return report.finish(Status.SKIPPED, error=check.skip_reason)
-    if check.error is not None:
-        return report.finish(error=check.error)
-    try:
-        spec = environment_spec(
-            scenario, log_dir=log_dir, webhook_env=options.webhook_env, backend=check.choice
-        )
-    except UnsupportedScenario as exc:
-        return report.finish(error=str(exc))
+    spec = replace(plan.spec, log_dir=log_dir)
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
     error: str | None = None
@@ -143,15 +136,12 @@ async def run_scenario(
                 clock=time.time,
                 log_dir=log_dir,
                 run_id=options.run_id or secrets.token_hex(4),
-                webhook_command=check.choice.webhook_command if check.choice else (),
-                klm_command=check.choice.klm_command if check.choice else (),
-                klm_features=check.choice.klm_features if check.choice else (),
             )
             try:
                 async with asyncio.timeout(scenario.timeout) as scope:
                     await setup_kymas(session, scenario)
                     async with recording_objects(ctx):
-                        await run_steps(ctx)
+                        await run_steps(ctx, plan.steps)
             except TimeoutError:
                 if not scope.expired():
                     raise

@@ -1,10 +1,14 @@
-"""What the runner needs from a running environment, and the adapter to the real one.
+"""What the runner needs from a running environment: :class:`Session`, and its ports.
 
 Actions talk to a :class:`Session` only, so they can be unit-tested against an in-memory
-stand-in; :class:`LiveSession` wraps a real
-:class:`~harness.environment.WatcherEnvironment`: writes go through the SKR and KCP API
-clients (:mod:`harness.kube`), observations come from its event log, the Lifecycle-Manager
-stand-in and the listeners' metrics.
+stand-in. What changes the environment beyond cluster writes goes through two typed ports
+the session hands out: :class:`FaultPort` (inject a :data:`~harness.faults.Fault`) and
+:class:`WatcherPort` (apply or delete a Watcher, returning once it is live). Over the
+harness's own environment both ports *are* the
+:class:`~harness.environment.WatcherEnvironment`; :class:`LiveSession` adds only what the
+environment does not answer itself: the clusters (:class:`~harness.runner.cluster_session
+.ClusterSession`), requests through the gateway, the process records, the built-in
+bindings and metrics snapshots.
 """
 
 from __future__ import annotations
@@ -24,17 +28,12 @@ from harness.churn.model import Mutation
 from harness.environment import FaultRecord, ObservedEvent, WatcherEnvironment
 from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.faults import Fault
-from harness.kcp.listeners import ManagerListener
 from harness.report.model import ProcessRecordLike
 from harness.runner.cluster_session import ClusterSession, reconciles_seen
 from harness.scenario import ObjectWatch, ResourceRef, Selection
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
 
-REJECTION_METRICS = (
-    "watcher_listener_verification_failed_total",
-    "watcher_listener_events_rejected_total",
-)
 REQUEST_TIMEOUT = 10.0
 FOREIGN_RUNTIME_ID = "foreign-runtime"
 FOREIGN_SKR_DOMAIN = "foreign.kyma.example.com"
@@ -121,18 +120,30 @@ def probe_certificate(ca: pki.CertificateAuthority, kind: str) -> pki.Issued:
     return issue_webhook_certificate(ca, FOREIGN_RUNTIME_ID, FOREIGN_SKR_DOMAIN, override)
 
 
-def listener_rejections(host: ManagerListener, reason: str) -> float:
-    """Requests ``host`` refused with ``reason`` so far, from its own counters."""
-    return sum(
-        value
-        for name in REJECTION_METRICS
-        for labels, value in host.samples(name).items()
-        if dict(labels).get("reason") == reason
-    )
+class FaultPort(Protocol):
+    """Where a ``fault`` operation's typed fault goes."""
+
+    async def inject(self, fault: Fault) -> FaultRecord:
+        """Carry out ``fault``; returns once the target is really down/up."""
+        ...
+
+
+class WatcherPort(Protocol):
+    """Where a ``watcher`` operation's change goes; each returns once the change is live."""
+
+    async def apply_watcher(self, obj: Mapping[str, Any]) -> None: ...
+
+    async def delete_watcher(self, name: str, namespace: str) -> None: ...
 
 
 class Session(Protocol):
     """The environment as the actions see it."""
+
+    @property
+    def faults(self) -> FaultPort: ...
+
+    @property
+    def watchers(self) -> WatcherPort: ...
 
     @property
     def events(self) -> Sequence[ObservedEvent]: ...
@@ -149,14 +160,6 @@ class Session(Protocol):
         ...
 
     async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float: ...
-
-    async def fault(self, fault: Fault) -> FaultRecord:
-        """Carry out ``fault``; returns once the target is really down/up."""
-        ...
-
-    async def apply_watcher(self, obj: Mapping[str, Any]) -> None: ...
-
-    async def delete_watcher(self, name: str, namespace: str) -> None: ...
 
     async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any: ...
 
@@ -232,25 +235,20 @@ class Session(Protocol):
 
 
 class LiveSession(ClusterSession):
-    """:class:`Session` over a running :class:`WatcherEnvironment` (the harness's KLM)."""
+    """:class:`Session` over a running :class:`WatcherEnvironment` (the harness's KLM),
+    which is its own fault and Watcher port."""
 
     def __init__(self, env: WatcherEnvironment) -> None:
         super().__init__(env)
         self.env = env
-
-    @property
-    def events(self) -> Sequence[ObservedEvent]:
-        return self.env.events
+        self.faults: FaultPort = env
+        self.watchers: WatcherPort = env
 
     def reconciles(
         self, kyma: str | None, trigger: str | None, since: float
     ) -> Sequence[ReconcileSeen]:
         """From the in-process KLM's log lines, read as a KLM process's are."""
         return reconciles_seen(self.env.reconciles.of(kyma, trigger, since))
-
-    def rejections(self, listener: str, reason: str) -> float:
-        host = self.env.listeners.get(listener)
-        return listener_rejections(host, reason) if host is not None else 0.0
 
     async def metric(self, target: str, name: str, labels: Mapping[str, str]) -> float:
         if target == "gateway":
@@ -295,28 +293,12 @@ class LiveSession(ClusterSession):
         trusted = mesh.ca.cert_pem if mesh is not None else self.env.rotation.bundle_pem
         return f"{host.url}{path}", trusted
 
-    async def fault(self, fault: Fault) -> FaultRecord:
-        return await self.env.inject(fault)
-
-    async def apply_watcher(self, obj: Mapping[str, Any]) -> None:
-        await self.env.apply_watcher(obj)
-
-    async def delete_watcher(self, name: str, namespace: str) -> None:
-        await self.env.delete_watcher(name, namespace)
-
     def processes(self) -> list[ProcessRecordLike]:
         """Every process the environment ran (every incarnation), with its log."""
         records: list[ProcessRecordLike] = self.cluster_processes()
         for inst in self.env.fleet:
             records.extend(inst.process_records)
         return records
-
-    def builtins(self) -> dict[str, Any]:
-        listeners = {
-            component: {"port": host.port, "url": host.url if host.running else ""}
-            for component, host in self.env.listeners.items()
-        }
-        return {**self.cluster_builtins(), "listeners": listeners}
 
     async def metrics_snapshot(self) -> dict[str, float]:
         """Every SKR webhook's metrics, prefixed ``webhook/<skr>:``."""

@@ -1,8 +1,12 @@
 """One module per operation verb (the YAML model's ``apply``, ``patch``, ``delete``,
 ``churn``, ``fault``, ``wait``, ``expect``, ``watcher``, ``request``, ``assert``/``error``,
-``script``, ``collect``, ``set``); :func:`run_operation` dispatches."""
+``script``, ``collect``, ``set``); :func:`run_operation` looks the operation's type up in
+:data:`EXECUTORS`, one row per verb."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from harness.runner.actions import (
     apply,
@@ -38,39 +42,43 @@ from harness.scenario import (
 )
 from harness.scenario.operations import operation_key
 
+Executor = Callable[[RunContext, Any], Awaitable[None]]
+OpT = TypeVar("OpT")
+
+
+def _entry(
+    kind: type[OpT], run: Callable[[RunContext, OpT], Awaitable[None]]
+) -> tuple[type, Executor]:
+    """One row of :data:`EXECUTORS`; typed, so each executor gets the operation it expects."""
+    return kind, run
+
+
+EXECUTORS: Mapping[type, Executor] = dict(
+    [
+        _entry(ApplyOp, lambda ctx, op: apply.run(ctx, op.apply)),
+        _entry(PatchOp, lambda ctx, op: patch.run(ctx, op.patch)),
+        _entry(DeleteOp, lambda ctx, op: delete.run(ctx, op.delete)),
+        _entry(ChurnOp, lambda ctx, op: churn.run(ctx, op.churn)),
+        _entry(FaultOp, lambda ctx, op: fault.run(ctx, op.fault)),
+        _entry(WaitOp, lambda ctx, op: wait.run(ctx, op.wait)),
+        _entry(ExpectOp, lambda ctx, op: expect.run(ctx, op.expect)),
+        _entry(WatcherOp, lambda ctx, op: watcher.run(ctx, op.watcher)),
+        _entry(RequestOp, lambda ctx, op: request.run(ctx, op.request)),
+        _entry(AssertOp, lambda ctx, op: assertion.run(ctx, op.assert_)),
+        _entry(ErrorOp, lambda ctx, op: assertion.run(ctx, op.error, negate=True)),
+        _entry(ScriptOp, lambda ctx, op: script.run(ctx, op.script)),
+        _entry(CollectOp, lambda ctx, op: collect.run(ctx, op.collect)),
+        _entry(SetOp, lambda ctx, op: set_values.run(ctx, op.set_)),
+    ]
+)
+"""Operation type → its executor (the action module of its verb)."""
+
 
 async def run_operation(ctx: RunContext, op: object) -> None:
-    match op:
-        case ApplyOp():
-            await apply.run(ctx, op.apply)
-        case PatchOp():
-            await patch.run(ctx, op.patch)
-        case DeleteOp():
-            await delete.run(ctx, op.delete)
-        case ChurnOp():
-            await churn.run(ctx, op.churn)
-        case FaultOp():
-            await fault.run(ctx, op.fault)
-        case WaitOp():
-            await wait.run(ctx, op.wait)
-        case ExpectOp():
-            await expect.run(ctx, op.expect)
-        case WatcherOp():
-            await watcher.run(ctx, op.watcher)
-        case RequestOp():
-            await request.run(ctx, op.request)
-        case AssertOp():
-            await assertion.run(ctx, op.assert_)
-        case ErrorOp():
-            await assertion.run(ctx, op.error, negate=True)
-        case ScriptOp():
-            await script.run(ctx, op.script)
-        case CollectOp():
-            await collect.run(ctx, op.collect)
-        case SetOp():
-            await set_values.run(ctx, op.set_)
-        case _:
-            raise TypeError(f"not an operation: {op!r}")
+    executor = EXECUTORS.get(type(op))
+    if executor is None:
+        raise TypeError(f"not an operation: {op!r}")
+    await executor(ctx, op)
 
 
 def describe(op: object) -> str:
@@ -78,4 +86,4 @@ def describe(op: object) -> str:
     return operation_key(op) or type(op).__name__
 
 
-__all__ = ["describe", "run_operation"]
+__all__ = ["EXECUTORS", "describe", "run_operation"]

@@ -19,7 +19,7 @@ async def run(ctx: RunContext, op: ProcessFault | KcpFault | RotateFault | Break
         reading = await ctx.session.admission_counts(fault.name)
         for churn in churns:
             churn.admission_gaps.setdefault(fault.name, []).append(reading)
-    record = await ctx.session.fault(fault)
+    record = await ctx.session.faults.inject(fault)
     ctx.report.event(TimelineKind.FAULT, record.target, record.action, record.detail, at=at)
 
 

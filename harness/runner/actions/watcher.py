@@ -14,7 +14,7 @@ async def run(ctx: RunContext, op: WatcherChange) -> None:
     started = ctx.clock()
     if op.apply is not None:
         obj = op.apply.to_dict()
-        await ctx.session.apply_watcher(obj)
+        await ctx.session.watchers.apply_watcher(obj)
         name, namespace = op.apply.name, op.apply.namespace
         ctx.watcher_changed(name, namespace, parse_watcher(obj), started, ctx.clock())
         action = "apply"
@@ -25,7 +25,7 @@ async def run(ctx: RunContext, op: WatcherChange) -> None:
         if found is None:
             raise OperationFailed(f"watcher delete: no Watcher {name!r} was declared or applied")
         namespace = found
-        await ctx.session.delete_watcher(name, namespace)
+        await ctx.session.watchers.delete_watcher(name, namespace)
         ctx.watcher_changed(name, namespace, None, started, ctx.clock())
         action = "delete"
     ctx.report.event(TimelineKind.FAULT, "kcp", f"{namespace}/Watcher/{name}", action, at=started)

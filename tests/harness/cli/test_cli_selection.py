@@ -12,8 +12,7 @@ import pytest
 import harness.runner
 from harness.cli import main
 from harness.report import ReportBuilder, Status, WrittenReports
-from harness.runner import RunResult
-from harness.scenario import Scenario
+from harness.runner import RunResult, ScenarioPlan
 
 
 def scenario(name: str, *tags: str) -> str:
@@ -36,9 +35,9 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the scenarios ``run`` hands to the runner (which runs nothing)."""
     names: list[str] = []
 
-    async def fake_run_all(scenarios: Sequence[Scenario], **kwargs: Any) -> RunResult:
+    async def fake_run_all(plans: Sequence[ScenarioPlan], **kwargs: Any) -> RunResult:
         builder = ReportBuilder("r")
-        for s in scenarios:
+        for s in (p.scenario for p in plans):
             names.append(s.name)
             builder.scenario(s.name, s.source or "").finish(Status.PASSED)
         return RunResult(builder.build(), WrittenReports())

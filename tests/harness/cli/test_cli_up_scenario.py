@@ -77,7 +77,7 @@ def test_scenario_environment_is_the_runners_mapping(tmp_path: Path) -> None:
     plan = scenario_plan(path)
     scenario = load_scenario(path)
     assert plan.scenario == scenario and plan.notes == ()
-    assert plan.spec == environment_spec(scenario, backend=BackendChoice(name="local"))
+    assert plan.spec == environment_spec(scenario, BackendChoice(name="local"))
     assert [s.name for s in plan.spec.skrs] == ["skr-a"]
     assert catalog_names(plan.spec.catalog) == [
         ("ModuleTemplate", "serverless-1.0.0"),

@@ -147,7 +147,15 @@ class FakeSession:
         return [FakeRecord("fake-apiserver", 1, ("fake",), 0, Path("/nonexistent/fake.log"))]
 
     # -- changes -------------------------------------------------------------------
-    async def fault(self, fault: Fault) -> FaultRecord:
+    @property
+    def faults(self) -> FakeSession:
+        return self
+
+    @property
+    def watchers(self) -> FakeSession:
+        return self
+
+    async def inject(self, fault: Fault) -> FaultRecord:
         self.calls.append(f"fault {fault!r}")
         now = time.time()
         return FaultRecord(now, fault.target, fault.action, now, "done")

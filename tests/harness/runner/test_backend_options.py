@@ -108,6 +108,7 @@ def test_run_reports_a_bad_backend_variable(
 async def test_run_scenario_reports_a_backend_refusal_as_skipped_with_the_reason() -> None:
     from harness.clusters.selection import BackendOverride
     from harness.report import ReportBuilder, Status
+    from harness.runner.plan import plan_scenario
     from harness.runner.scenario import RunOptions, run_scenario
     from harness.scenario import loads_scenario
 
@@ -115,11 +116,9 @@ async def test_run_scenario_reports_a_backend_refusal_as_skipped_with_the_reason
         raise AssertionError("an environment was opened")
 
     scenario = loads_scenario(STOPS_API_SERVER)
-    options = RunOptions(
-        backend=BackendOverride(name="kubeconfig", kubeconfig="/k"),
-        open_session=must_not_open,  # type: ignore[arg-type]
-    )
-    report = await run_scenario(scenario, ReportBuilder("r").scenario(scenario.name, ""), options)
+    plan = plan_scenario(scenario, BackendOverride(name="kubeconfig", kubeconfig="/k"))
+    options = RunOptions(open_session=must_not_open)  # type: ignore[arg-type]
+    report = await run_scenario(plan, ReportBuilder("r").scenario(scenario.name, ""), options)
     assert report.status is Status.SKIPPED and report.ok
     assert report.error is not None
     assert "the kubeconfig backend does not own the clusters' API server processes" in report.error

@@ -15,7 +15,7 @@ from harness.churn.truth import ground_truth
 from harness.environment.events import ObservedEvent
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.runner.context import RunContext
 from harness.scenario import loads_scenario
 
@@ -30,7 +30,7 @@ PATCH_A = (
 
 async def run(text: str, session: FakeSession) -> ScenarioReport:
     return await run_scenario(
-        loads_scenario(HEAD + text),
+        plan_scenario(loads_scenario(HEAD + text)),
         ReportBuilder("t").scenario("exp", "exp.yaml"),
         RunOptions(open_session=opener(session)),
     )

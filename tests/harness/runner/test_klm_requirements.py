@@ -12,14 +12,17 @@ from harness.clusters.selection import (
     BackendSelectionError,
     choose_backend,
 )
-from harness.runner.errors import BackendUnsupported
-from harness.runner.spec import scenario_backend, step_skip_reason
+from harness.runner.plan import backend_refusal, step_skip_reason
 from harness.scenario import InvalidScenario, loads_scenario
 
 HEAD = "name: req\nclusters: {skrs: [{name: skr-a}]}\n"
 KLM = ("manager", "--oci-registry-host=x")
 UPSTREAM = BackendChoice(klm_command=KLM)
 OURS = BackendChoice(klm_command=KLM, klm_features=("reconcile-triggers", "reconcile-outcomes"))
+
+
+def _showing(*features: str) -> BackendChoice:
+    return BackendChoice(klm_command=KLM, klm_features=features)
 
 
 def _steps(*operations: str) -> str:
@@ -35,13 +38,11 @@ def test_a_declared_need_skips_the_scenario_unless_the_klm_shows_it() -> None:
     scenario = loads_scenario(
         HEAD + "requires: {klm: [san-pinning]}\nsteps: [{name: a, try: [{wait: 1ms}]}]\n"
     )
-    assert scenario_backend(scenario, BackendChoice()) == BackendChoice()  # in process: runs
-    with pytest.raises(BackendUnsupported) as caught:
-        scenario_backend(scenario, UPSTREAM)
-    assert "san-pinning (a KLM that refuses an event" in str(caught.value)
-    assert "'manager --oci-registry-host=x'" in str(caught.value)
-    shows = BackendChoice(klm_command=KLM, klm_features=("san-pinning",))
-    assert scenario_backend(scenario, shows) == shows
+    assert backend_refusal(scenario, BackendChoice()) is None  # in process: runs
+    reason = backend_refusal(scenario, UPSTREAM) or ""
+    assert "san-pinning (a KLM that refuses an event" in reason
+    assert "'manager --oci-registry-host=x'" in reason
+    assert backend_refusal(scenario, _showing("san-pinning")) is None
 
 
 @pytest.mark.parametrize(
@@ -56,8 +57,7 @@ def test_what_only_the_harnesss_own_klm_has_is_a_derived_need(
     declaration: str, feature: str
 ) -> None:
     scenario = loads_scenario(HEAD + declaration + "\nsteps: [{name: a, try: [{wait: 1ms}]}]\n")
-    with pytest.raises(BackendUnsupported, match=feature):
-        scenario_backend(scenario, OURS)
+    assert feature in (backend_refusal(scenario, OURS) or "")
 
 
 def test_reconcile_triggers_and_outcomes_are_needed_only_beyond_a_watch_event() -> None:
@@ -70,12 +70,12 @@ def test_reconcile_triggers_and_outcomes_are_needed_only_beyond_a_watch_event() 
         )
     )
     watch, timer, outcome, error = scenario.steps
-    assert step_skip_reason(watch, (), KLM) is None
-    assert "reconcile-triggers" in (step_skip_reason(timer, (), KLM) or "")
-    assert "reconcile-outcomes" in (step_skip_reason(outcome, (), KLM) or "")
-    assert step_skip_reason(error, (), KLM) is None  # its log says when one failed
-    assert step_skip_reason(timer, (), KLM, OURS.klm_features) is None
-    assert step_skip_reason(timer, (), ()) is None  # the harness's own KLM: everything
+    assert step_skip_reason(watch, UPSTREAM) is None
+    assert "reconcile-triggers" in (step_skip_reason(timer, UPSTREAM) or "")
+    assert "reconcile-outcomes" in (step_skip_reason(outcome, UPSTREAM) or "")
+    assert step_skip_reason(error, UPSTREAM) is None  # its log says when one failed
+    assert step_skip_reason(timer, OURS) is None
+    assert step_skip_reason(timer, BackendChoice()) is None  # the harness's own KLM: everything
 
 
 def test_certificate_faults_webhook_stops_and_refusal_reasons_need_more() -> None:
@@ -89,12 +89,12 @@ def test_certificate_faults_webhook_stops_and_refusal_reasons_need_more() -> Non
         )
     )
     rotate, rejections, restart, stop, kill = scenario.steps
-    assert "harness-klm" in (step_skip_reason(rotate, (), KLM, OURS.klm_features) or "")
-    reason = step_skip_reason(rejections, (), KLM, ("san-pinning",)) or ""
+    assert "harness-klm" in (step_skip_reason(rotate, OURS) or "")
+    reason = step_skip_reason(rejections, _showing("san-pinning")) or ""
     assert "rejection-reasons" in reason and "san-pinning (" not in reason
-    assert step_skip_reason(restart, (), KLM) is None
-    assert "harness-klm (stops webhook/skr-a" in (step_skip_reason(stop, (), KLM) or "")
-    assert step_skip_reason(kill, (), KLM) is None
+    assert step_skip_reason(restart, UPSTREAM) is None
+    assert "harness-klm (stops webhook/skr-a" in (step_skip_reason(stop, UPSTREAM) or "")
+    assert step_skip_reason(kill, UPSTREAM) is None
 
 
 def test_an_unknown_klm_feature_is_a_scenario_error() -> None:

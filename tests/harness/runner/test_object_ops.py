@@ -12,7 +12,7 @@ from runner_fake import FakeSession, opener
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.scenario import InvalidScenario, loads_scenario, loads_scenario_instances
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -41,7 +41,7 @@ def with_vwc(session: FakeSession, *clusters: str, obj: dict[str, Any] = VWC) ->
 
 async def run(text: str, session: FakeSession, head: str = HEAD) -> ScenarioReport:
     return await run_scenario(
-        loads_scenario(head + text),
+        plan_scenario(loads_scenario(head + text)),
         ReportBuilder("t").scenario("ops", "ops.yaml"),
         RunOptions(open_session=opener(session)),
     )

@@ -15,7 +15,7 @@ from runner_fake import FakeSession, opener
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.report import ReportBuilder, ScenarioReport, Status
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.scenario import loads_scenario
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -42,7 +42,7 @@ def put(session: FakeSession, cluster: str, obj: dict[str, Any]) -> FakeSession:
 async def run(text: str, session: FakeSession, tmp: Path | None = None) -> ScenarioReport:
     scenario = loads_scenario(HEAD + text, source=str(tmp / "s.yaml") if tmp else "<string>")
     return await run_scenario(
-        scenario,
+        plan_scenario(scenario),
         ReportBuilder("t").scenario("rel", "rel.yaml"),
         RunOptions(open_session=opener(session)),
     )

@@ -15,7 +15,7 @@ from runner_fake import FakeSession, event, opener
 
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import TimelineKind
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.runner.session import HttpOutcome, LiveSession, request_body, send_request
 from harness.scenario import ScenarioError, loads_scenario
 
@@ -53,7 +53,7 @@ class RequestSession(FakeSession):
 async def run(text: str, session: RequestSession) -> ScenarioReport:
     builder = ReportBuilder("test")
     return await run_scenario(
-        loads_scenario(HEAD + text),
+        plan_scenario(loads_scenario(HEAD + text)),
         builder.scenario("req", "req.yaml"),
         RunOptions(open_session=opener(session)),
     )

@@ -15,6 +15,7 @@ from flaky_fake import FLAKY, METRIC, FlakyOpener
 import harness.runner.scenario as scenario_module
 from harness.cli import main
 from harness.report import ReportBuilder, RunReport, Status
+from harness.runner.plan import plan_scenario
 from harness.runner.run import run_with_retries
 from harness.runner.scenario import RunOptions
 from harness.scenario import loads_scenario
@@ -139,13 +140,11 @@ async def test_a_skipped_scenario_is_not_retried(tmp_path: Path) -> None:
     from harness.clusters.selection import BackendOverride
 
     opener = FlakyOpener(failures=0)
-    options = RunOptions(
-        open_session=opener, backend=BackendOverride(name="kubeconfig", kubeconfig="/k")
+    plan = plan_scenario(
+        loads_scenario(SKIPPED_ON_KUBECONFIG), BackendOverride(name="kubeconfig", kubeconfig="/k")
     )
     builder = ReportBuilder("r")
-    report = await run_with_retries(
-        loads_scenario(SKIPPED_ON_KUBECONFIG), builder, options, retries=3
-    )
+    report = await run_with_retries(plan, builder, RunOptions(open_session=opener), retries=3)
     assert report.status is Status.SKIPPED and report.attempts == ()
     assert opener.sessions == []
 

@@ -1,18 +1,14 @@
-"""Scenario → EnvironmentSpec."""
+"""Scenario → EnvironmentSpec (on a backend already chosen: tests/harness/runner/test_plan.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from harness.clusters.selection import BackendChoice
 from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
-from harness.runner import UnsupportedScenario, environment_spec
-from harness.runner.errors import BackendUnsupported
+from harness.runner.spec import environment_spec
 from harness.scenario import loads_scenario
 from harness.skr.certs import CertificateOverride
 
+LOCAL = BackendChoice(name="local")
 SCENARIO = """
 name: mapping
 clusters:
@@ -43,7 +39,7 @@ steps:
 
 
 def test_skrs_keep_identity_certificate_and_delivery_mode() -> None:
-    spec = environment_spec(loads_scenario(SCENARIO), log_dir=Path("/tmp/logs"))
+    spec = environment_spec(loads_scenario(SCENARIO), LOCAL, webhook_env={"WATCHER_X": "1"})
     a, b = spec.skrs
     assert (a.name, a.runtime_id, a.skr_domain) == (
         "skr-a",
@@ -54,11 +50,11 @@ def test_skrs_keep_identity_certificate_and_delivery_mode() -> None:
     assert a.delivery_mode == "async"
     assert (b.runtime_id, b.skr_domain, b.delivery_mode) == ("rt-b", "b.example.com", "sync")
     assert b.certificate == CertificateOverride.wrong_san("other.example.com")
-    assert spec.log_dir == Path("/tmp/logs")
+    assert spec.webhook_env == {"WATCHER_X": "1"} and spec.backend is LOCAL
 
 
 def test_watchers_listeners_and_settings() -> None:
-    spec = environment_spec(loads_scenario(SCENARIO))
+    spec = environment_spec(loads_scenario(SCENARIO), LOCAL)
     names = [w["metadata"]["name"] for w in spec.watchers]
     assert names == ["klm-watcher", "cms"]
     assert spec.watchers[1]["spec"]["labelsToWatch"] == {"app": "demo"}
@@ -73,31 +69,9 @@ def test_defaults_are_klms_setup() -> None:
     spec = environment_spec(
         loads_scenario(
             "name: d\nclusters: {skrs: [{name: skr-a}]}\nsteps: [{name: s, try: [{wait: 1}]}]\n"
-        )
+        ),
+        LOCAL,
     )
     assert [w["metadata"]["name"] for w in spec.watchers] == ["klm-watcher"]
     assert spec.listeners == () and spec.pin_san is True
     assert spec.intervals == RequeueIntervals()
-
-
-def test_the_files_backend_is_kept_and_an_override_wins() -> None:
-    scenario = loads_scenario(
-        "name: k\nbackend: kind\nclusters: {skrs: [{name: skr-a}]}\n"
-        "steps: [{name: s, try: [{wait: 1}]}]\n"
-    )
-    assert environment_spec(scenario).backend == BackendChoice(name="kind")
-    chosen = BackendChoice(name="kubeconfig", kubeconfigs=(Path("/k"),))
-    assert environment_spec(scenario, backend=chosen).backend is chosen
-
-
-def test_api_server_faults_are_refused_on_backends_that_do_not_own_the_processes() -> None:
-    scenario = loads_scenario(
-        "name: k\nclusters: {skrs: [{name: skr-a}]}\n"
-        "steps: [{name: s, try: [{fault: {target: apiserver/skr-a, action: stop}}]}]\n"
-    )
-    assert environment_spec(scenario).backend.name == "local"
-    for name in ("kubeconfig", "kind"):
-        with pytest.raises(BackendUnsupported, match=f"the {name} backend does not own") as info:
-            environment_spec(scenario, backend=BackendChoice(name=name))
-        assert "apiserver/skr-a" in str(info.value)
-        assert isinstance(info.value, UnsupportedScenario)

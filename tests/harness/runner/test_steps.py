@@ -20,7 +20,7 @@ from harness.faults import (
 )
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import Branch
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.scenario import loads_scenario
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -39,7 +39,7 @@ async def run(text: str, session: FakeSession | None = None) -> tuple[ScenarioRe
     session = session or FakeSession()
     builder = ReportBuilder("test")
     report = await run_scenario(
-        loads_scenario(HEAD + text),
+        plan_scenario(loads_scenario(HEAD + text)),
         builder.scenario("steps", "steps.yaml"),
         RunOptions(open_session=opener(session)),
     )
@@ -178,7 +178,7 @@ async def test_apply_from_a_file_is_relative_to_the_scenario(tmp_path: object) -
 
     session = FakeSession()
     report = await run_scenario(
-        load_scenario(file),
+        plan_scenario(load_scenario(file)),
         ReportBuilder("t").scenario("steps", str(file)),
         RunOptions(open_session=opener(session)),
     )

@@ -11,7 +11,7 @@ from runner_fake import FakeSession, opener
 
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import TimelineKind
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.scenario import loads_scenario
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -37,7 +37,7 @@ VWC = (
 
 async def run(text: str, session: FakeSession) -> ScenarioReport:
     return await run_scenario(
-        loads_scenario(HEAD + text),
+        plan_scenario(loads_scenario(HEAD + text)),
         ReportBuilder("t").scenario("tl", "tl.yaml"),
         RunOptions(open_session=opener(session)),
     )

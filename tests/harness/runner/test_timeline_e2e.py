@@ -13,7 +13,7 @@ import pytest
 from harness.clusters.binaries import Binaries
 from harness.report import ReportBuilder, Status
 from harness.report.model import TimelineKind
-from harness.runner import RunOptions, run_scenario
+from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.scenario import loads_scenario
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -59,7 +59,7 @@ async def test_the_skr_kyma_is_created_before_its_webhook_configuration(
 ) -> None:
     started = time.monotonic()
     report = await run_scenario(
-        loads_scenario(SCENARIO, source=str(tmp_path / "timeline.yaml")),
+        plan_scenario(loads_scenario(SCENARIO, source=str(tmp_path / "timeline.yaml"))),
         ReportBuilder("e2e").scenario("timeline-kyma-vwc", "timeline.yaml"),
         RunOptions(log_dir=tmp_path / "logs"),
     )

@@ -14,9 +14,8 @@ from runner_fake import FakeSession, opener
 from harness.cli import main
 from harness.clusters.selection import BackendChoice, BackendOverride
 from harness.report import ReportBuilder, Status
-from harness.runner import RunOptions, run_scenario
-from harness.runner.errors import BackendUnsupported
-from harness.runner.spec import scenario_backend, step_skip_reason
+from harness.runner import RunOptions, plan_scenario, run_scenario
+from harness.runner.plan import backend_refusal, step_skip_reason
 from harness.scenario import InvalidScenario, loads_scenario
 from harness.scenario.requirements import (
     derived_from_operations,
@@ -53,10 +52,8 @@ def test_a_declared_scenario_need_skips_it_against_another_webhook() -> None:
     scenario = loads_scenario(
         HEAD + "requires: {webhook: [spool]}\nsteps: [{name: a, try: [{wait: 1ms}]}]\n"
     )
-    assert scenario_backend(scenario, BackendChoice()) == BackendChoice()  # ours: runs
-    with pytest.raises(BackendUnsupported) as caught:
-        scenario_backend(scenario, BYO)
-    reason = str(caught.value)
+    assert backend_refusal(scenario, BackendChoice()) is None  # ours: runs
+    reason = backend_refusal(scenario, BYO) or ""
     assert "needs our webhook's spool" in reason and "'upstream-webhook --flag'" in reason
 
 
@@ -65,8 +62,7 @@ def test_a_chosen_delivery_mode_is_a_derived_need() -> None:
         "name: req\nclusters: {skrs: [{name: skr-a, deliveryMode: sync}]}\n"
         "steps: [{name: a, try: [{wait: 1ms}]}]\n"
     )
-    with pytest.raises(BackendUnsupported, match=r"settings \(sets deliveryMode of skr-a"):
-        scenario_backend(scenario, BYO)
+    assert "settings (sets deliveryMode of skr-a" in (backend_refusal(scenario, BYO) or "")
 
 
 def test_a_step_reading_our_metrics_needs_them_and_upstreams_do_not() -> None:
@@ -76,11 +72,11 @@ def test_a_step_reading_our_metrics_needs_them_and_upstreams_do_not() -> None:
         "{name: declared, requires: {webhook: [async-delivery]}, try: [{wait: 1ms}]}]\n"
     )
     ours, upstreams, declared = scenario.steps
-    reason = step_skip_reason(ours, COMMAND)
+    reason = step_skip_reason(ours, BYO)
     assert reason is not None and "metrics (reads watcher_delivery_retries_total" in reason
-    assert step_skip_reason(upstreams, COMMAND) is None
-    assert step_skip_reason(ours, ()) is None  # our webhook has everything
-    assert "async-delivery" in (step_skip_reason(declared, COMMAND) or "")
+    assert step_skip_reason(upstreams, BYO) is None
+    assert step_skip_reason(ours, BackendChoice()) is None  # our webhook has everything
+    assert "async-delivery" in (step_skip_reason(declared, BYO) or "")
     assert derived_from_operations(upstreams.operations()) == {}
 
 
@@ -105,9 +101,9 @@ async def test_skipped_steps_are_reported_and_the_rest_runs(
     )
     monkeypatch.setenv("WATCHER_HARNESS_WEBHOOK_COMMAND", "my-webhook")
     report = await run_scenario(
-        scenario,
+        plan_scenario(scenario, BackendOverride()),
         ReportBuilder("t").scenario("req", "req.yaml"),
-        RunOptions(open_session=opener(FakeSession()), backend=BackendOverride()),
+        RunOptions(open_session=opener(FakeSession())),
     )
     steps = {s.name: s for s in report.steps}
     assert steps["ours"].status is Status.SKIPPED
@@ -136,9 +132,9 @@ async def test_a_scenario_whose_checks_were_all_skipped_is_skipped_not_passed(
     monkeypatch.setenv("WATCHER_HARNESS_WEBHOOK_COMMAND", "my-webhook")
     session = FakeSession()
     report = await run_scenario(
-        loads_scenario(ALL_SKIPPED),
+        plan_scenario(loads_scenario(ALL_SKIPPED), BackendOverride()),
         ReportBuilder("t").scenario("needs-ours", "needs-ours.yaml"),
-        RunOptions(open_session=opener(session), backend=BackendOverride()),
+        RunOptions(open_session=opener(session)),
     )
     assert report.status is Status.SKIPPED and report.ok
     assert [(s.name, s.status) for s in report.steps] == [
@@ -155,9 +151,9 @@ async def test_a_scenario_whose_checks_were_all_skipped_is_skipped_not_passed(
     assert "; step spool: needs our webhook's spool" in reason
     assert "'my-webhook'" in reason
     with_ours = await run_scenario(  # against our webhook the same file checks something
-        loads_scenario(ALL_SKIPPED),
+        plan_scenario(loads_scenario(ALL_SKIPPED), BackendOverride(webhook_command="")),
         ReportBuilder("t").scenario("needs-ours", "needs-ours.yaml"),
-        RunOptions(open_session=opener(FakeSession()), backend=BackendOverride(webhook_command="")),
+        RunOptions(open_session=opener(FakeSession())),
     )
     assert with_ours.status is Status.FAILED  # the fake session has no such metric
     assert len([e for e in with_ours.expectations if e.kind != "collect"]) == 1

@@ -4,9 +4,27 @@ lands on sys.path where ``tests/harness`` would shadow the real ``harness`` pack
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+
+from harness.runner.exclusive import MARKER, lock_dir, turn
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Under xdist, an item marked ``exclusive`` runs alone (:mod:`harness.runner.exclusive`)."""
+    workerinput = getattr(item.config, "workerinput", None)
+    if workerinput is None:
+        yield
+        return
+    directory = lock_dir(str(workerinput["testrunuid"]))
+    with turn(directory, exclusive=item.get_closest_marker("exclusive") is not None):
+        yield
 
 
 @pytest.fixture

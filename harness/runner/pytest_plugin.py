@@ -41,6 +41,7 @@ from harness.clusters.selection import BackendOverride
 from harness.report import ReportBuilder, RunReport, ScenarioReport, Status, write_reports
 from harness.report.writer import write_text_atomic
 from harness.runner.backend import missing_tools
+from harness.runner.exclusive import measures_latency
 from harness.runner.plan import plan_scenario
 from harness.runner.run import new_run_id, run_with_retries
 from harness.runner.scenario import RunOptions
@@ -56,7 +57,17 @@ SELECTOR_OPTION = "--scenario-selector"
 RETRIES_OPTION = "--scenario-retries"
 E2E_MARKER = "e2e: needs real clusters (kube-apiserver, etcd) and Envoy"
 RESERVED_MARKERS = frozenset(
-    {"e2e", "filterwarnings", "parametrize", "skip", "skipif", "timeout", "usefixtures", "xfail"}
+    {
+        "e2e",
+        "exclusive",
+        "filterwarnings",
+        "parametrize",
+        "skip",
+        "skipif",
+        "timeout",
+        "usefixtures",
+        "xfail",
+    }
 )
 """Markers with a meaning of their own: a tag named like one gets ``tag_<name>``."""
 FLAKY_PROPERTY = "flaky"
@@ -244,6 +255,8 @@ class ScenarioItem(pytest.Item):
     def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
+        if measures_latency(scenario):
+            self.add_marker("exclusive")
 
     def runtest(self) -> None:
         directory = _report_dir(self.config)

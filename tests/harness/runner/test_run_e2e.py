@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CLI = [sys.executable, "-m", "harness.cli"]
 
 
+@pytest.mark.exclusive  # spec-watch bounds latencies
 def test_spec_watch_runs_through_the_cli_with_reports(
     tmp_path: Path, cluster_binaries: Binaries
 ) -> None:
@@ -69,6 +70,7 @@ def test_a_broken_scenario_exits_2_with_one_located_line_and_starts_nothing(
 @pytest.mark.skipif(
     __import__("os").geteuid() != 0, reason="the webhook's network namespace needs root"
 )
+@pytest.mark.exclusive  # three-skrs bounds latencies
 def test_the_library_runs_against_another_webhook_and_says_what_it_skips(
     tmp_path: Path, cluster_binaries: Binaries
 ) -> None:

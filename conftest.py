@@ -17,13 +17,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Under xdist, an item marked ``exclusive`` runs alone (:mod:`harness.runner.exclusive`)."""
+    """Under xdist, an item marked ``exclusive`` runs beside at most one other item
+    (:mod:`harness.runner.exclusive`)."""
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None:
         yield
         return
     directory = lock_dir(str(workerinput["testrunuid"]))
-    with turn(directory, exclusive=item.get_closest_marker("exclusive") is not None):
+    worker, workers = int(workerinput["workerid"].removeprefix("gw")), workerinput["workercount"]
+    exclusive = item.get_closest_marker("exclusive") is not None
+    with turn(directory, worker, int(workers), exclusive=exclusive):
         yield
 
 

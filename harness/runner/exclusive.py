@@ -1,11 +1,11 @@
-"""Items that measure latency run alone: while one runs, no other xdist worker starts one.
+"""Items that measure latency run with at most one other item, as on two workers.
 
 Latency bounds (write → event p50/p99, write round trips) are set for this 2-core machine
-with two things running at once; with more workers the bound measures the neighbours. So
-every item holds a shared lock while it runs, and an item that measures latency holds it
-exclusively — a readers-writer lock across the worker processes, from two lock files: the
-exclusive item first takes the turnstile (no new item starts), then waits until the
-running ones are done. Without xdist there is nobody to wait for.
+with two items running at once; with more workers the bound would measure the neighbours.
+Each xdist worker has a slot (a lock file) that it holds while its item runs. An item that
+measures latency also takes the slots of all but one of the other workers, as they come
+free: those workers start nothing until it is done, one worker goes on. A turnstile lock
+makes the taking of slots one item at a time, so two such items cannot each hold half.
 
 What measures latency: a scenario with a ``latency`` bound or a ``writes`` p50/p99/max
 (:func:`measures_latency`), or a test marked ``@pytest.mark.exclusive``.
@@ -16,13 +16,16 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import IO
 
 from harness.scenario import ExpectOp, Scenario
 
-MARKER = "exclusive: measures latency; no other xdist worker starts an item while it runs"
+MARKER = "exclusive: measures latency; runs with at most one other item (xdist)"
+POLL_S = 0.05
 
 
 def measures_latency(scenario: Scenario) -> bool:
@@ -39,25 +42,45 @@ def measures_latency(scenario: Scenario) -> bool:
 
 
 def lock_dir(run_id: str) -> Path:
-    """Where the workers of one pytest run (xdist's ``testrunuid``) keep their two locks."""
+    """Where the workers of one pytest run (xdist's ``testrunuid``) keep their locks."""
     path = Path(tempfile.gettempdir()) / f"watcher-harness-turns-{os.getuid()}-{run_id}"
     path.mkdir(mode=0o700, exist_ok=True)
     return path
 
 
+def _try_lock(file: IO[str]) -> bool:
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 @contextmanager
-def turn(directory: Path, *, exclusive: bool) -> Iterator[None]:
-    """Run the caller's item in its turn: shared, or alone."""
-    with open(directory / "turnstile", "a") as turnstile, open(directory / "room", "a") as room:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(room, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            if not exclusive:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
+def turn(directory: Path, worker: int, workers: int, *, exclusive: bool) -> Iterator[None]:
+    """Run worker ``worker``'s item (of ``workers``) in its turn: beside anything, or, if
+    ``exclusive``, beside at most one other item."""
+    with ExitStack() as stack:
+        slots = [stack.enter_context(open(directory / f"slot-{i}", "a")) for i in range(workers)]
+        turnstile = stack.enter_context(open(directory / "turnstile", "a"))
+        own, others = slots[worker], [s for i, s in enumerate(slots) if i != worker]
+        wanted = max(0, workers - 2) if exclusive else 0
+        while True:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            if _try_lock(own):
+                break
+            fcntl.flock(turnstile, fcntl.LOCK_UN)  # another item holds our slot
+            time.sleep(POLL_S)
+        held: list[IO[str]] = []
+        while len(held) < wanted:  # the turnstile stays ours: nobody else takes slots
+            for slot in others:
+                if len(held) < wanted and slot not in held and _try_lock(slot):
+                    held.append(slot)
+            if len(held) < wanted:
+                time.sleep(POLL_S)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
         try:
             yield
         finally:
-            fcntl.flock(room, fcntl.LOCK_UN)
-            if exclusive:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
+            for slot in (own, *held):
+                fcntl.flock(slot, fcntl.LOCK_UN)

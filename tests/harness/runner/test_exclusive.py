@@ -31,28 +31,35 @@ def test_a_latency_or_write_bound_makes_a_scenario_exclusive() -> None:
     assert not measures_latency(loads_scenario(HEAD + "      - wait: 1s\n"))
 
 
-def test_an_exclusive_item_waits_for_running_ones_and_holds_back_new_ones(
-    tmp_path: Path,
-) -> None:
+def test_beside_an_exclusive_item_runs_at_most_one_other(tmp_path: Path) -> None:
+    """Four workers: 0 and 1 run long items; 2 gets an exclusive one, which waits for one
+    of them; meanwhile worker 3 starts nothing (its slot is taken), worker 0 goes on."""
     log: list[str] = []
-    running = threading.Event()
+    started = {name: threading.Event() for name in ("w0", "w1")}
 
-    def item(name: str, exclusive: bool, hold: float, started: threading.Event | None) -> None:
-        with turn(tmp_path, exclusive=exclusive):
+    def item(name: str, worker: int, exclusive: bool, hold: float) -> None:
+        with turn(tmp_path, worker, 4, exclusive=exclusive):
             log.append(f"{name} in")
-            if started is not None:
-                started.set()
+            if name in started:
+                started[name].set()
             time.sleep(hold)
             log.append(f"{name} out")
 
-    shared = threading.Thread(target=item, args=("shared", False, 0.3, running))
-    shared.start()
-    running.wait()
-    alone = threading.Thread(target=item, args=("alone", True, 0.2, None))
+    threads = [
+        threading.Thread(target=item, args=("w0", 0, False, 0.6)),
+        threading.Thread(target=item, args=("w1", 1, False, 0.2)),
+    ]
+    for t in threads:
+        t.start()
+    for event in started.values():
+        event.wait()
+    alone = threading.Thread(target=item, args=("ex", 2, True, 0.2))
     alone.start()
-    time.sleep(0.05)  # the exclusive item now waits in the turnstile
-    late = threading.Thread(target=item, args=("late", False, 0.0, None))
+    time.sleep(0.3)  # w1 is done; the exclusive item has taken its slot and worker 3's
+    late = threading.Thread(target=item, args=("w3", 3, False, 0.0))
     late.start()
-    for t in (shared, alone, late):
+    for t in (*threads, alone, late):
         t.join(timeout=5)
-    assert log == ["shared in", "shared out", "alone in", "alone out", "late in", "late out"]
+    assert log.index("ex in") > log.index("w1 out")  # waited for one of the two
+    assert log.index("ex in") < log.index("w0 out")  # not for both
+    assert log.index("w3 in") > log.index("ex out")  # its slot was held meanwhile

@@ -61,7 +61,9 @@ def turn(directory: Path, worker: int, workers: int, *, exclusive: bool) -> Iter
     """Run worker ``worker``'s item (of ``workers``) in its turn: beside anything, or, if
     ``exclusive``, beside at most one other item."""
     with ExitStack() as stack:
-        slots = [stack.enter_context(open(directory / f"slot-{i}", "a")) for i in range(workers)]
+        slots: list[IO[str]] = [
+            stack.enter_context(open(directory / f"slot-{i}", "a")) for i in range(workers)
+        ]
         turnstile = stack.enter_context(open(directory / "turnstile", "a"))
         own, others = slots[worker], [s for i, s in enumerate(slots) if i != worker]
         wanted = max(0, workers - 2) if exclusive else 0
@@ -82,5 +84,5 @@ def turn(directory: Path, worker: int, workers: int, *, exclusive: bool) -> Iter
         try:
             yield
         finally:
-            for slot in (own, *held):
-                fcntl.flock(slot, fcntl.LOCK_UN)
+            for taken in (own, *held):
+                fcntl.flock(taken, fcntl.LOCK_UN)

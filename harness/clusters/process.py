@@ -13,7 +13,7 @@ owns them. :class:`OwnedProcess` is that owner, modelled on controller-runtime's
 * stop is SIGTERM to the process group, a bounded wait, then SIGKILL — always by group id,
   never by name — and it returns only when no live member of the group is left;
 * every group is registered with :mod:`harness.clusters.safety_net`, which kills it when
-  the interpreter exits or receives SIGTERM, for the cases where ``__aexit__`` never runs.
+  the interpreter exits or receives SIGTERM, for the cases where ``stop`` never runs.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Self
+from typing import IO
 
+from harness.aio import Service
 from harness.clusters import procfs
 from harness.clusters.safety_net import safety_net
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
@@ -77,13 +77,11 @@ def with_log_tail(headline: str, path: Path, lines: int = LOG_TAIL_LINES) -> str
     return f"{headline}{body}\n--- full log: {path}"
 
 
-class OwnedProcess:
+class OwnedProcess(Service):
     """Owns one external process from spawn to reaping; use as ``async with``.
 
-    Entering starts the process and waits for ``probe``; if it exits first or the
-    deadline passes, the process group is stopped and :class:`ProcessExitedEarly` or
-    :class:`ProcessNotReady` is raised. Leaving (normally, by exception or by
-    cancellation) stops the process group.
+    Entering is :meth:`start`; leaving (normally, by exception or by cancellation) stops
+    the process group.
     """
 
     def __init__(
@@ -142,25 +140,19 @@ class OwnedProcess:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        await self.start()
+    async def start(self) -> None:
+        """Launch the process and wait for ``probe``; one that exits first or misses the
+        deadline is stopped again (:class:`ProcessExitedEarly`, :class:`ProcessNotReady`)."""
+        await self.launch()
         try:
             await self.wait_ready()
         except BaseException:
             await self.stop()
             raise
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
-        """Spawn the process in a new session with its output appended to the log file."""
+    async def launch(self) -> None:
+        """Spawn the process in a new session with its output appended to the log file (not
+        waiting for readiness: a caller reading its stdout starts reading first)."""
         if self._proc is not None:
             raise ProcessError(f"{self.name} was already started (pid {self.record.pid})")
         log = self._open_log()

@@ -23,7 +23,6 @@ process is.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import aiohttp
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.clusters import ports, probes
 from harness.clusters.ports import start_on_free_ports
 from harness.clusters.process import OwnedProcess, ProcessRecord
@@ -137,7 +136,6 @@ class KlmProcess(Service):
         self._process: OwnedProcess | None = None
         self._session: aiohttp.ClientSession | None = None
         self._follower = _Follower(log_path)
-        self._reader: asyncio.Task[None] | None = None
         self._scraped: list[list[Sample]] = []
         self.records: list[ProcessRecord] = []
         self.history = ReconcileHistory()
@@ -183,9 +181,10 @@ class KlmProcess(Service):
         if self.running:
             raise KlmProcessError(f"the KLM is already running (pid {self.pid})")
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
-        if self._reader is None:
-            self._reader = spawn(self._follow(), "klm-log")
+            self.stack.callback(setattr, self, "_session", None)
+            session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+            self._session = await self.stack.enter_async_context(session)
+            self.spawn(self._follow(), "klm-log")
         if self._listener_port:
             await self._start_once()
             return
@@ -219,7 +218,7 @@ class KlmProcess(Service):
             stop_timeout=self._stop_timeout,
         )
         self.records.append(process.record)
-        await process.__aenter__()
+        await process.start()
         self._process = process
         self._scraped.append([])
 
@@ -242,19 +241,6 @@ class KlmProcess(Service):
         process, self._process = self._process, None
         await process.kill()
         self._consume()
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.stop()
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            await stop_tasks([reader])
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- the log ----------------------------------------------------------------------
 

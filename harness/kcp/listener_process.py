@@ -27,8 +27,6 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import aiohttp
 
@@ -192,7 +190,9 @@ class ListenerProcess(Service):
         if self.running:
             raise ListenerProcessError(f"listener {self.component!r} is already running")
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+            self.stack.callback(setattr, self, "_session", None)
+            session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+            self._session = await self.stack.enter_async_context(session)
         if self._port:
             await self._start_once()
             return
@@ -220,7 +220,7 @@ class ListenerProcess(Service):
             env=self._env,
             stdout_pipe=True,
         )
-        await process.start()
+        await process.launch()
         # Read from the first byte on: the pipe must never fill while we wait for ready.
         self._reader = spawn(self._read(process), f"listener-{self.component}-events")
         try:
@@ -277,30 +277,6 @@ class ListenerProcess(Service):
     async def restart(self) -> None:
         await self.stop()
         await self.start()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.start()
-        except BaseException:
-            await self._close_session()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.stop()
-        finally:
-            await self._close_session()
-
-    async def _close_session(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
 
     # -- metrics ----------------------------------------------------------------------
 

@@ -19,11 +19,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import aiohttp
 
+from harness.aio import Service
 from harness.clusters import ports, probes
 from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
@@ -147,7 +146,7 @@ def upstream_contract(
     return env
 
 
-class WebhookProcess:
+class WebhookProcess(Service):
     """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times.
 
     The first start picks free ports (retrying with fresh ones if another process took
@@ -211,28 +210,13 @@ class WebhookProcess:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        try:
-            await self.start()
-        except BaseException:
-            await self.close()  # the probe session too
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Start an incarnation and wait until ``/readyz`` answers 200."""
         if self.running:
             raise WebhookProcessError(f"{self.name} is already running (pid {self.pid})")
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            self.stack.callback(setattr, self, "_session", None)
+            self._session = await self.stack.enter_async_context(aiohttp.ClientSession())
         if self._webhook_port is not None:
             await self._start_once()
             return
@@ -271,7 +255,7 @@ class WebhookProcess:
         )
         self._process = process
         self.records.append(process.record)
-        await process.__aenter__()
+        await process.start()
 
     def _command_argv(self) -> list[str]:
         """The bring-your-own command, inside its own network namespace unless isolation
@@ -316,15 +300,6 @@ class WebhookProcess:
             await self.start()
         finally:
             self._restarted.set()
-
-    async def close(self) -> None:
-        """Stop the process (if running) and the HTTP session used for probes and scraping."""
-        try:
-            await self.stop()
-        finally:
-            session, self._session = self._session, None
-            if session is not None:
-                await session.close()
 
     # -- metrics ----------------------------------------------------------------------
 

@@ -31,10 +31,8 @@ from pathlib import Path
 
 import aiohttp
 
-from harness.aio import Service
 from harness.clusters import ports, probes
-from harness.clusters.ports import start_on_free_ports
-from harness.clusters.process import OwnedProcess, ProcessRecord
+from harness.clusters.process import Incarnations, OwnedProcess, ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
@@ -109,8 +107,12 @@ class _Follower:
         return [line.decode("utf-8", "replace") for line in lines]
 
 
-class KlmProcess(Service):
-    """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``."""
+class KlmProcess(Incarnations):
+    """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``; ports:
+    metrics, health probe, SKR-event listener."""
+
+    name = "lifecycle-manager"
+    error = KlmProcessError
 
     def __init__(
         self,
@@ -132,9 +134,6 @@ class KlmProcess(Service):
         self._env = dict(os.environ if env is None else env)
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
-        self._metrics_port = self._probe_port = self._listener_port = 0
-        self._process: OwnedProcess | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._follower = _Follower(log_path)
         self._scraped: list[list[Sample]] = []
         self.records: list[ProcessRecord] = []
@@ -145,71 +144,38 @@ class KlmProcess(Service):
     # -- facts ------------------------------------------------------------------------
 
     @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self.running else None
-
-    @property
     def listener_port(self) -> int:
         """Where KLM's SKR-event listener serves (plain HTTP, XFCC from the gateway)."""
-        if not self._listener_port:
-            raise KlmProcessError("the KLM was never started")
-        return self._listener_port
+        return self._port(2)
 
     @property
     def metrics_url(self) -> str:
-        return f"http://{ports.LOOPBACK}:{self._metrics_port}/metrics"
+        return f"http://{ports.LOOPBACK}:{self._port(0)}/metrics"
 
     def argv(self) -> list[str]:
-        return [
-            *self.command,
-            *self.flags.argv(
-                self.kubeconfig, self._metrics_port, self._probe_port, self._listener_port
-            ),
-        ]
-
-    def log_tail(self, lines: int = 25) -> str:
-        return self._process.log_tail(lines) if self._process is not None else ""
+        return [*self.command, *self.flags.argv(self.kubeconfig, *self._ports)]
 
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200."""
-        if self.running:
-            raise KlmProcessError(f"the KLM is already running (pid {self.pid})")
+        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200. The
+        log is followed from the first start on."""
         if self._session is None:
-            self.stack.callback(setattr, self, "_session", None)
-            session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
-            self._session = await self.stack.enter_async_context(session)
             self.spawn(self._follow(), "klm-log")
-        if self._listener_port:
-            await self._start_once()
-            return
+        await super().start()
 
-        async def on_fresh_ports() -> None:
-            self._metrics_port = ports.free_port()
-            self._probe_port = ports.free_port()
-            self._listener_port = ports.free_port()
-            await self._start_once()
+    def _fresh_ports(self) -> tuple[int, int, int]:
+        return ports.free_port(), ports.free_port(), ports.free_port()
 
-        try:
-            await start_on_free_ports(on_fresh_ports)
-        except BaseException:
-            self._metrics_port = self._probe_port = self._listener_port = 0
-            raise
-
-    async def _start_once(self) -> None:
+    async def _run(self) -> None:
         assert self._session is not None
         probe = probes.http_probe(
             self._session,
-            f"http://{ports.LOOPBACK}:{self._probe_port}/readyz",
+            f"http://{ports.LOOPBACK}:{self._port(1)}/readyz",
             lambda status, _: status == 200,
         )
         process = OwnedProcess(
-            "lifecycle-manager",
+            self.name,
             self.argv(),
             env=self._env,
             log_path=self.log_path,
@@ -229,10 +195,6 @@ class KlmProcess(Service):
             process, self._process = self._process, None
             await process.stop()
         self._consume()  # the last lines the incarnation wrote
-
-    async def restart(self) -> None:
-        await self.stop()
-        await self.start()
 
     async def kill(self) -> None:
         """SIGKILL: the process gets no chance to drain (as a crashed pod)."""

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import aiohttp
 
-from harness.aio import Service
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import Incarnations, OwnedProcess, Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -146,13 +145,14 @@ def upstream_contract(
     return env
 
 
-class WebhookProcess(Service):
-    """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times.
-
-    The first start picks free ports (retrying with fresh ones if another process took
-    them in between); later starts reuse them. ``records`` keeps one
-    :class:`ProcessRecord` per incarnation for reports.
+class WebhookProcess(Incarnations):
+    """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times, on
+    the webhook and metrics ports of the first start (ready: ``/readyz`` answers 200).
+    ``records`` keeps one :class:`ProcessRecord` per incarnation for reports.
     """
+
+    error = WebhookProcessError
+    session_timeout = aiohttp.client.DEFAULT_TIMEOUT
 
     def __init__(
         self,
@@ -170,10 +170,6 @@ class WebhookProcess(Service):
         self.log_path = log_path
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
-        self._webhook_port: int | None = None
-        self._metrics_port: int | None = None
-        self._process: OwnedProcess | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._restarted = asyncio.Event()
         self._restarted.set()
         """Clear while :meth:`restart` runs: a scrape then waits for the new incarnation."""
@@ -183,56 +179,22 @@ class WebhookProcess(Service):
 
     @property
     def webhook_port(self) -> int:
-        if self._webhook_port is None:
-            raise WebhookProcessError(f"{self.name} has not been started yet")
-        return self._webhook_port
+        return self._port(0)
 
     @property
     def metrics_port(self) -> int:
-        if self._metrics_port is None:
-            raise WebhookProcessError(f"{self.name} has not been started yet")
-        return self._metrics_port
+        return self._port(1)
 
     @property
     def metrics_url(self) -> str:
         return f"http://{ports.LOOPBACK}:{self.metrics_port}"
 
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self.running else None
-
-    def log_tail(self, lines: int = 25) -> str:
-        return self._process.log_tail(lines) if self._process is not None else ""
-
     # -- lifecycle --------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Start an incarnation and wait until ``/readyz`` answers 200."""
-        if self.running:
-            raise WebhookProcessError(f"{self.name} is already running (pid {self.pid})")
-        if self._session is None:
-            self.stack.callback(setattr, self, "_session", None)
-            self._session = await self.stack.enter_async_context(aiohttp.ClientSession())
-        if self._webhook_port is not None:
-            await self._start_once()
-            return
+    def _fresh_ports(self) -> tuple[int, int]:
+        return ports.free_port(self.config.bind_host), ports.free_port()
 
-        async def on_fresh_ports() -> None:
-            self._webhook_port = ports.free_port(self.config.bind_host)
-            self._metrics_port = ports.free_port()
-            await self._start_once()
-
-        try:
-            await ports.start_on_free_ports(on_fresh_ports)
-        except BaseException:
-            self._webhook_port = self._metrics_port = None
-            raise
-
-    async def _start_once(self) -> None:
+    async def _run(self) -> None:
         assert self._session is not None
         env = webhook_env(
             self.config, self.tls, webhook_port=self.webhook_port, metrics_port=self.metrics_port
@@ -296,8 +258,7 @@ class WebhookProcess(Service):
         this way, as KLM restarts upstream's pod); scrapes meanwhile wait for it."""
         self._restarted.clear()
         try:
-            await self.stop()
-            await self.start()
+            await super().restart()
         finally:
             self._restarted.set()
 

@@ -57,7 +57,9 @@ class Service:
     next incarnation) and :meth:`stop` (ends one incarnation, keeping on the stack what
     lives as long as the object: ports, session, directory, log reader); :meth:`close`
     calls :meth:`stop` before unwinding, so such a part needs nothing else. ``stop`` must
-    be safe after a failed or partial start and a second time; the default one is.
+    be safe after a failed or partial start and a second time; the default one is. A part
+    whose end must not begin with that graceful stop overrides :meth:`close` (an API server
+    is killed; an SKR's webhook configuration goes before its webhook).
     """
 
     _exit_stack: AsyncExitStack | None = None
@@ -80,7 +82,8 @@ class Service:
         raise NotImplementedError
 
     async def stop(self) -> object:
-        """Unwind the stack (a part that restarts overrides this: see the class)."""
+        """Unwind the stack. A part that restarts overrides this (see the class); one that
+        owns a process may return its exit code, hence ``object``."""
         await self._unwind()
         return None
 

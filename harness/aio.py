@@ -1,4 +1,4 @@
-"""Named background tasks, the one helper that stops them, and the start/stop base.
+"""Named background tasks, the one helper that stops them, and the base of every owner.
 
 Every long-running harness component spawns its tasks with ``spawn`` (so they have names
 in logs and leak reports) and stops them with ``stop_tasks``: cancel, wait up to a
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Iterable
-from types import TracebackType
+from contextlib import AsyncExitStack
 from typing import Any, Self
 
 logger = logging.getLogger("harness.aio")
@@ -41,26 +41,71 @@ async def stop_tasks(tasks: Iterable[asyncio.Task[Any]], *, within: float = 5.0)
 
 
 class Service:
-    """A component with ``start()``/``stop()`` that is also ``async with``-able.
+    """One owner of what it starts — processes, tasks, sessions, directories — that gives
+    all of it back however it ends; ``async with``-able.
 
-    Subclasses implement the two methods; ``stop`` must be safe to call after a failed or
-    partial ``start``, because leaving the context always calls it.
+    As controller-runtime's runnables and kopf's operator tasks: :meth:`start` acquires,
+    registering the undo of each step on :attr:`stack` (``callback``,
+    ``push_async_callback``, ``enter_async_context``) and running background work in tasks
+    from :meth:`spawn`; :meth:`close` unwinds that stack newest first. A start that fails
+    part-way (an error, a timeout, a cancellation) is closed by ``__aenter__`` before the
+    error propagates, so nothing outlives a failed start and no subclass writes
+    ``__aenter__``/``__aexit__``.
+
+    :meth:`stop` is by default that unwinding. A part that fault scenarios take down and
+    bring back overrides :meth:`start` (the first call acquires, a later one starts the
+    next incarnation) and :meth:`stop` (ends one incarnation, keeping on the stack what
+    lives as long as the object: ports, session, directory, log reader); :meth:`close`
+    calls :meth:`stop` before unwinding, so such a part needs nothing else. ``stop`` must
+    be safe after a failed or partial start and a second time; the default one is. A part
+    whose end must not begin with that graceful stop overrides :meth:`close` (an API server
+    is killed; an SKR's webhook configuration goes before its webhook).
     """
+
+    _exit_stack: AsyncExitStack | None = None
+
+    @property
+    def stack(self) -> AsyncExitStack:
+        """The undo of everything started so far (created on first use)."""
+        if self._exit_stack is None:
+            self._exit_stack = AsyncExitStack()
+        return self._exit_stack
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Start ``coro`` as a task named ``name`` that unwinding cancels (:func:`stop_tasks`),
+        in its place on the stack: before what was acquired ahead of it."""
+        task = spawn(coro, name)
+        self.stack.push_async_callback(stop_tasks, [task])
+        return task
 
     async def start(self) -> None:
         raise NotImplementedError
 
-    async def stop(self) -> None:
-        raise NotImplementedError
+    async def stop(self) -> object:
+        """Unwind the stack. A part that restarts overrides this (see the class); one that
+        owns a process may return its exit code, hence ``object``."""
+        await self._unwind()
+        return None
+
+    async def close(self) -> None:
+        """The end: :meth:`stop`, then unwind what is left on the stack."""
+        try:
+            await self.stop()
+        finally:
+            await self._unwind()
+
+    async def _unwind(self) -> None:
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is not None:
+            await stack.aclose()
 
     async def __aenter__(self) -> Self:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()
+            raise
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

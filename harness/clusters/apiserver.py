@@ -20,26 +20,22 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import ssl
 import tempfile
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 
+from harness.aio import Service
 from harness.clusters import ports
 from harness.clusters.certs import CertificateAuthority, service_account_key_pair
 from harness.clusters.kubeconfig import render_kubeconfig
 from harness.clusters.probes import http_get, http_post
 from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
-from harness.errors import ClusterError, ProcessExitedEarly
-
-START_ATTEMPTS = 3
+from harness.errors import ClusterError
 
 
 def loopback_service_range(rng: random.Random | None = None) -> str:
@@ -175,7 +171,7 @@ def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
     return paths
 
 
-class KubeApiServer:
+class KubeApiServer(Service):
     """A kube-apiserver for cluster ``name`` backed by ``etcd_url``; use as ``async with``."""
 
     def __init__(
@@ -216,7 +212,6 @@ class KubeApiServer:
         self.service_cluster_ip_range = loopback_service_range()
         """ClusterIPs come from here (kept across restarts; see loopback_service_range)."""
         self._certs: dict[str, Path] = {}
-        self._stack = AsyncExitStack()
 
     def argv(self, port: int) -> list[str]:
         c = self._certs
@@ -249,52 +244,64 @@ class KubeApiServer:
         assert self.workdir is not None, "workdir is created on start"
         return self.workdir
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            workdir = Path(tempfile.mkdtemp(prefix=f"watcher-harness-{self.name}-"))
-            stack.callback(shutil.rmtree, workdir, ignore_errors=True)
-            self.workdir = workdir
-            (workdir / "certs").mkdir()
-            self._certs = _write_certificates(self.name, workdir / "certs")
-            self.files = ApiServerFiles(
-                ca_file=self._certs["serving_ca"],
-                client_cert_file=self._certs["admin_cert"],
-                client_key_file=self._certs["admin_key"],
-                kubeconfig=workdir / "kubeconfig",
-            )
-            ssl_context = self.files.ssl_context()
-            async with aiohttp.ClientSession() as session:  # only for the readiness probe
-                self.process = await self._start(stack, session, ssl_context)
-            stack.push_async_callback(self._stop_current)  # a restarted incarnation, if any
-            self.files.kubeconfig.write_text(self.kubeconfig_text(embed=False))
-            self._stack = stack.pop_all()
-        return self
+    async def start(self) -> None:
+        """First call: work directory and certificates, then the server on a free port
+        (picked again if taken). Later calls, after :meth:`stop` or :meth:`kill`: the
+        same server again — same port, certificates and etcd prefix, so clients and
+        kubeconfigs stay valid. Returns once it is ready (``/readyz`` ok and namespace
+        ``default`` readable)."""
+        if self.running:
+            raise ClusterError(f"kube-apiserver[{self.name}] is already running")
+        if self.port:
+            assert self.files is not None
+            async with aiohttp.ClientSession() as session:
+                process = self._process(_ready_probe(session, self.url, self.files.ssl_context()))
+                self.process = process
+                self.records.append(process.record)
+                await process.start()  # stops the process again if it never gets ready
+            return
+        await self._start_first()
+        assert self.files is not None
+        self.files.kubeconfig.write_text(self.kubeconfig_text(embed=False))
 
-    async def _start(
-        self, stack: AsyncExitStack, session: aiohttp.ClientSession, ssl_context: ssl.SSLContext
-    ) -> OwnedProcess:
-        for attempt in range(1, START_ATTEMPTS + 1):
-            port = ports.free_port()
-            url = f"https://{ports.LOOPBACK}:{port}"
-            process = OwnedProcess(
-                f"kube-apiserver[{self.name}]",
-                self.argv(port),
-                log_path=self.log_path,
-                probe=_ready_probe(session, url, ssl_context, crds=self.crds),
-                ready_timeout=self.ready_timeout,
-                stop_timeout=self.stop_timeout,
-                env=self.options.environ(),
-            )
+    async def _start_first(self) -> None:
+        workdir = Path(tempfile.mkdtemp(prefix=f"watcher-harness-{self.name}-"))
+        self.stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        self.workdir = workdir
+        (workdir / "certs").mkdir()
+        self._certs = _write_certificates(self.name, workdir / "certs")
+        files = self.files = ApiServerFiles(
+            ca_file=self._certs["serving_ca"],
+            client_cert_file=self._certs["admin_cert"],
+            client_key_file=self._certs["admin_key"],
+            kubeconfig=workdir / "kubeconfig",
+        )
+        async with aiohttp.ClientSession() as session:  # only for the readiness probe
+
+            async def on_free_port() -> None:
+                self.port = ports.free_port()
+                self.url = f"https://{ports.LOOPBACK}:{self.port}"
+                probe = _ready_probe(session, self.url, files.ssl_context(), crds=self.crds)
+                process = self._process(probe)
+                self.process = await self.stack.enter_async_context(process)
+                self.records.append(process.record)
+
             try:
-                await stack.enter_async_context(process)
-            except ProcessExitedEarly:
-                if attempt < START_ATTEMPTS and ports.address_in_use(process.log_tail()):
-                    continue  # another process took our port between check and bind
+                await ports.start_on_free_ports(on_free_port)
+            except BaseException:
+                self.port, self.url = 0, ""
                 raise
-            self.url, self.port = url, port
-            self.records.append(process.record)
-            return process
-        raise AssertionError("unreachable")
+
+    def _process(self, probe: Probe) -> OwnedProcess:
+        return OwnedProcess(
+            f"kube-apiserver[{self.name}]",
+            self.argv(self.port),
+            log_path=self.log_path,
+            probe=probe,
+            ready_timeout=self.ready_timeout,
+            stop_timeout=self.stop_timeout,
+            env=self.options.environ(),
+        )
 
     # -- fault injection: the same server goes away and comes back --------------------
 
@@ -302,59 +309,33 @@ class KubeApiServer:
     def running(self) -> bool:
         return self.process is not None and self.process.running
 
-    async def _stop_current(self) -> None:
-        """Teardown: kill the current incarnation (reported as SIGKILL, exit -9).
+    async def close(self) -> None:
+        """Teardown: kill the current incarnation (reported as SIGKILL, exit -9), then
+        delete the files — not :meth:`stop` first.
 
         The cluster goes with its etcd prefix and certificates, so nothing needs the API
         server's graceful shutdown: after SIGTERM it stops listening within ~20 ms, then
         waits 1.1 s for net/http's HTTP/2 shutdown (1 s for peers to answer GOAWAY) before
         exiting; every environment paid that at its end. :meth:`stop` (fault scenarios)
         still shuts down gracefully."""
-        if self.process is not None:
-            await self.kill()
+        try:
+            if self.process is not None:
+                await self.kill()
+        finally:
+            await self._unwind()
 
     async def stop(self) -> int | None:
         """SIGTERM the API server (then SIGKILL after the stop timeout); etcd keeps the data."""
-        if self.process is None:
-            raise ClusterError(f"kube-apiserver[{self.name}] was never started")
-        return await self.process.stop()
+        return await self._started().stop()
 
     async def kill(self) -> int | None:
         """SIGKILL the API server's process group without warning (a crash), then reap it."""
-        process = self.process
-        if process is None:
+        return await self._started().kill()
+
+    def _started(self) -> OwnedProcess:
+        if self.process is None:
             raise ClusterError(f"kube-apiserver[{self.name}] was never started")
-        if process.running and process.pid is not None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # its own group: pgid == pid
-            except ProcessLookupError:
-                pass
-            else:
-                process.record.stop_signal = "SIGKILL"
-        return await process.stop()
-
-    async def start(self) -> None:
-        """Start a stopped API server again: same port, certificates and etcd prefix.
-
-        Returns once it is ready (``/readyz`` ok and namespace ``default`` readable).
-        """
-        if self.files is None or not self.port:
-            raise ClusterError(f"kube-apiserver[{self.name}] was never started; enter it first")
-        if self.running:
-            raise ClusterError(f"kube-apiserver[{self.name}] is already running")
-        async with aiohttp.ClientSession() as session:
-            process = OwnedProcess(
-                f"kube-apiserver[{self.name}]",
-                self.argv(self.port),
-                log_path=self.log_path,
-                probe=_ready_probe(session, self.url, self.files.ssl_context()),
-                ready_timeout=self.ready_timeout,
-                stop_timeout=self.stop_timeout,
-                env=self.options.environ(),
-            )
-            self.process = process
-            self.records.append(process.record)
-            await process.__aenter__()  # stops the process again if it never gets ready
+        return self.process
 
     async def restart(self) -> None:
         await self.stop()
@@ -371,14 +352,6 @@ class KubeApiServer:
             client_key_file=self.files.client_key_file,
             embed=embed,
         )
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._stack.aclose()
 
 
 CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -14,22 +14,19 @@ election later either.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
-from contextlib import AsyncExitStack
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import aiohttp
 
+from harness.aio import Service
 from harness.clusters import ports
 from harness.clusters.probes import http_probe
 from harness.clusters.process import OwnedProcess
-from harness.errors import ProcessExitedEarly
 
-START_ATTEMPTS = 3
 HEARTBEAT_MS = 20
 ELECTION_MS = 100
 """raft timings of the single member (etcd wants the election timeout >= 5 heartbeats)."""
@@ -44,7 +41,7 @@ def _healthy(status: int, body: str) -> bool:
         return False
 
 
-class Etcd:
+class Etcd(Service):
     """An etcd server on 127.0.0.1 with free client and peer ports; use as ``async with``."""
 
     def __init__(
@@ -64,7 +61,6 @@ class Etcd:
         self.data_dir: Path | None = None
         self.process: OwnedProcess | None = None
         self.client_url = ""
-        self._stack = AsyncExitStack()
 
     def argv(self, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
         client = f"http://{self.host}:{client_port}"
@@ -90,43 +86,25 @@ class Etcd:
             f"--election-timeout={ELECTION_MS}",
         ]
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            data_dir = Path(tempfile.mkdtemp(prefix="watcher-harness-etcd-"))
-            stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
-            self.data_dir = data_dir
-            async with aiohttp.ClientSession() as session:  # only for the readiness probe
-                self.process = await self._start(stack, session, data_dir)
-            self._stack = stack.pop_all()
-        return self
+    async def start(self) -> None:
+        """A fresh data directory, then etcd on free ports (picked again if one was taken)."""
+        data_dir = Path(tempfile.mkdtemp(prefix="watcher-harness-etcd-"))
+        self.stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
+        self.data_dir = data_dir
+        attempts = itertools.count(1)
+        async with aiohttp.ClientSession() as session:  # only for the readiness probe
 
-    async def _start(
-        self, stack: AsyncExitStack, session: aiohttp.ClientSession, data_dir: Path
-    ) -> OwnedProcess:
-        for attempt in range(1, START_ATTEMPTS + 1):
-            client_port, peer_port = ports.free_port(self.host), ports.free_port(self.host)
-            client_url = f"http://{self.host}:{client_port}"
-            process = OwnedProcess(
-                self.name,
-                self.argv(data_dir / f"attempt-{attempt}", client_port, peer_port),
-                log_path=self.log_path,
-                probe=http_probe(session, f"{client_url}/health", _healthy),
-                ready_timeout=self.ready_timeout,
-            )
-            try:
-                await stack.enter_async_context(process)
-            except ProcessExitedEarly:
-                if attempt < START_ATTEMPTS and ports.address_in_use(process.log_tail()):
-                    continue  # another process took one of our ports; pick new ones
-                raise
-            self.client_url = client_url
-            return process
-        raise AssertionError("unreachable")
+            async def on_free_ports() -> None:
+                client_port, peer_port = ports.free_port(self.host), ports.free_port(self.host)
+                client_url = f"http://{self.host}:{client_port}"
+                process = OwnedProcess(
+                    self.name,
+                    self.argv(data_dir / f"attempt-{next(attempts)}", client_port, peer_port),
+                    log_path=self.log_path,
+                    probe=http_probe(session, f"{client_url}/health", _healthy),
+                    ready_timeout=self.ready_timeout,
+                )
+                self.process = await self.stack.enter_async_context(process)
+                self.client_url = client_url
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._stack.aclose()
+            await ports.start_on_free_ports(on_free_ports)

@@ -13,7 +13,9 @@ owns them. :class:`OwnedProcess` is that owner, modelled on controller-runtime's
 * stop is SIGTERM to the process group, a bounded wait, then SIGKILL — always by group id,
   never by name — and it returns only when no live member of the group is left;
 * every group is registered with :mod:`harness.clusters.safety_net`, which kills it when
-  the interpreter exits or receives SIGTERM, for the cases where ``__aexit__`` never runs.
+  the interpreter exits or receives SIGTERM, for the cases where ``stop`` never runs.
+
+:class:`Incarnations` runs one program again and again on the same ports (faults).
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Self
+from typing import IO
 
+import aiohttp
+
+from harness.aio import Service
 from harness.clusters import procfs
+from harness.clusters.ports import start_on_free_ports
 from harness.clusters.safety_net import safety_net
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
 
@@ -77,13 +82,11 @@ def with_log_tail(headline: str, path: Path, lines: int = LOG_TAIL_LINES) -> str
     return f"{headline}{body}\n--- full log: {path}"
 
 
-class OwnedProcess:
+class OwnedProcess(Service):
     """Owns one external process from spawn to reaping; use as ``async with``.
 
-    Entering starts the process and waits for ``probe``; if it exits first or the
-    deadline passes, the process group is stopped and :class:`ProcessExitedEarly` or
-    :class:`ProcessNotReady` is raised. Leaving (normally, by exception or by
-    cancellation) stops the process group.
+    Entering is :meth:`start`; leaving (normally, by exception or by cancellation) stops
+    the process group.
     """
 
     def __init__(
@@ -142,25 +145,19 @@ class OwnedProcess:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        await self.start()
+    async def start(self) -> None:
+        """Launch the process and wait for ``probe``; one that exits first or misses the
+        deadline is stopped again (:class:`ProcessExitedEarly`, :class:`ProcessNotReady`)."""
+        await self.launch()
         try:
             await self.wait_ready()
         except BaseException:
             await self.stop()
             raise
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
-        """Spawn the process in a new session with its output appended to the log file."""
+    async def launch(self) -> None:
+        """Spawn the process in a new session with its output appended to the log file (not
+        waiting for readiness: a caller reading its stdout starts reading first)."""
         if self._proc is not None:
             raise ProcessError(f"{self.name} was already started (pid {self.record.pid})")
         log = self._open_log()
@@ -331,3 +328,73 @@ class OwnedProcess:
             f"(still running, pid {self.record.pid}); last probe: {last_reason}"
         )
         return ProcessNotReady(with_log_tail(headline, self.record.log_path))
+
+
+class Incarnations(Service):
+    """One program run again and again on the ports its first run picked, so that what
+    points at them (a gateway route, a webhook configuration) stays valid while fault
+    scenarios stop, kill and start it.
+
+    A subclass says which ports a run needs (:meth:`_fresh_ports`; called again when
+    another process took one before the bind) and how one run starts (:meth:`_run`: ready
+    when it returns, :attr:`_process` set) and stops (:meth:`stop`); :attr:`_session`, for
+    probes and scrapes, lives as long as the object.
+    """
+
+    name: str
+    error: type[Exception] = ProcessError
+    """What the subclass raises when a call needs the other state."""
+    session_timeout = aiohttp.ClientTimeout(total=5)
+    _process: OwnedProcess | None = None
+    _session: aiohttp.ClientSession | None = None
+    _ports: tuple[int, ...] = ()
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.running
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self.running else None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return self._process.log_tail(lines) if self._process is not None else ""
+
+    def _port(self, index: int) -> int:
+        """Port ``index`` in the order :meth:`_fresh_ports` gives them."""
+        if not self._ports:
+            raise self.error(f"{self.name} has not been started yet")
+        return self._ports[index]
+
+    def _fresh_ports(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    async def _run(self) -> None:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """Start the next run; the first picks the ports (fresh ones again while another
+        process takes one before the bind)."""
+        if self.running:
+            raise self.error(f"{self.name} is already running (pid {self.pid})")
+        if self._session is None:
+            self.stack.callback(setattr, self, "_session", None)
+            session = aiohttp.ClientSession(timeout=self.session_timeout)
+            self._session = await self.stack.enter_async_context(session)
+        if self._ports:
+            await self._run()
+            return
+
+        async def on_fresh_ports() -> None:
+            self._ports = self._fresh_ports()
+            await self._run()
+
+        try:
+            await start_on_free_ports(on_fresh_ports)
+        except BaseException:
+            self._ports = ()
+            raise
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()

@@ -12,11 +12,10 @@ import asyncio
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from aiohttp import web
 
+from harness.aio import Service
 from harness.clusters.ports import LOOPBACK
 
 
@@ -40,7 +39,7 @@ def _common_name(peer: object) -> str:
     return ""
 
 
-class KcpStub:
+class KcpStub(Service):
     """``async with KcpStub(cert, key, ca) as kcp:`` → ``kcp.address``, ``kcp.requests``."""
 
     def __init__(self, cert: Path, key: Path, ca: Path) -> None:
@@ -50,7 +49,6 @@ class KcpStub:
         context.load_verify_locations(cafile=str(ca))
         context.verify_mode = ssl.CERT_REQUIRED
         self._context = context
-        self._runner: web.AppRunner | None = None
         self.port = 0
         self.requests: list[KcpRequest] = []
         self._arrived = asyncio.Event()
@@ -88,23 +86,14 @@ class KcpStub:
                 break
         return list(self.requests)
 
-    async def __aenter__(self) -> Self:
+    async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, LOOPBACK, 0, ssl_context=self._context)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        self.stack.push_async_callback(runner.cleanup)
+        site = web.TCPSite(runner, LOOPBACK, 0, ssl_context=self._context)
         await site.start()
-        port = self._runner.addresses[0][1]
+        port = runner.addresses[0][1]
         assert isinstance(port, int)
         self.port = port
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()

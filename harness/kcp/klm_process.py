@@ -23,7 +23,6 @@ process is.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -32,10 +31,8 @@ from pathlib import Path
 
 import aiohttp
 
-from harness.aio import Service, spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.ports import start_on_free_ports
-from harness.clusters.process import OwnedProcess, ProcessRecord
+from harness.clusters.process import Incarnations, OwnedProcess, ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
@@ -110,8 +107,12 @@ class _Follower:
         return [line.decode("utf-8", "replace") for line in lines]
 
 
-class KlmProcess(Service):
-    """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``."""
+class KlmProcess(Incarnations):
+    """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``; ports:
+    metrics, health probe, SKR-event listener."""
+
+    name = "lifecycle-manager"
+    error = KlmProcessError
 
     def __init__(
         self,
@@ -133,11 +134,7 @@ class KlmProcess(Service):
         self._env = dict(os.environ if env is None else env)
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
-        self._metrics_port = self._probe_port = self._listener_port = 0
-        self._process: OwnedProcess | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._follower = _Follower(log_path)
-        self._reader: asyncio.Task[None] | None = None
         self._scraped: list[list[Sample]] = []
         self.records: list[ProcessRecord] = []
         self.history = ReconcileHistory()
@@ -147,70 +144,38 @@ class KlmProcess(Service):
     # -- facts ------------------------------------------------------------------------
 
     @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self.running else None
-
-    @property
     def listener_port(self) -> int:
         """Where KLM's SKR-event listener serves (plain HTTP, XFCC from the gateway)."""
-        if not self._listener_port:
-            raise KlmProcessError("the KLM was never started")
-        return self._listener_port
+        return self._port(2)
 
     @property
     def metrics_url(self) -> str:
-        return f"http://{ports.LOOPBACK}:{self._metrics_port}/metrics"
+        return f"http://{ports.LOOPBACK}:{self._port(0)}/metrics"
 
     def argv(self) -> list[str]:
-        return [
-            *self.command,
-            *self.flags.argv(
-                self.kubeconfig, self._metrics_port, self._probe_port, self._listener_port
-            ),
-        ]
-
-    def log_tail(self, lines: int = 25) -> str:
-        return self._process.log_tail(lines) if self._process is not None else ""
+        return [*self.command, *self.flags.argv(self.kubeconfig, *self._ports)]
 
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200."""
-        if self.running:
-            raise KlmProcessError(f"the KLM is already running (pid {self.pid})")
+        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200. The
+        log is followed from the first start on."""
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
-        if self._reader is None:
-            self._reader = spawn(self._follow(), "klm-log")
-        if self._listener_port:
-            await self._start_once()
-            return
+            self.spawn(self._follow(), "klm-log")
+        await super().start()
 
-        async def on_fresh_ports() -> None:
-            self._metrics_port = ports.free_port()
-            self._probe_port = ports.free_port()
-            self._listener_port = ports.free_port()
-            await self._start_once()
+    def _fresh_ports(self) -> tuple[int, int, int]:
+        return ports.free_port(), ports.free_port(), ports.free_port()
 
-        try:
-            await start_on_free_ports(on_fresh_ports)
-        except BaseException:
-            self._metrics_port = self._probe_port = self._listener_port = 0
-            raise
-
-    async def _start_once(self) -> None:
+    async def _run(self) -> None:
         assert self._session is not None
         probe = probes.http_probe(
             self._session,
-            f"http://{ports.LOOPBACK}:{self._probe_port}/readyz",
+            f"http://{ports.LOOPBACK}:{self._port(1)}/readyz",
             lambda status, _: status == 200,
         )
         process = OwnedProcess(
-            "lifecycle-manager",
+            self.name,
             self.argv(),
             env=self._env,
             log_path=self.log_path,
@@ -219,7 +184,7 @@ class KlmProcess(Service):
             stop_timeout=self._stop_timeout,
         )
         self.records.append(process.record)
-        await process.__aenter__()
+        await process.start()
         self._process = process
         self._scraped.append([])
 
@@ -231,10 +196,6 @@ class KlmProcess(Service):
             await process.stop()
         self._consume()  # the last lines the incarnation wrote
 
-    async def restart(self) -> None:
-        await self.stop()
-        await self.start()
-
     async def kill(self) -> None:
         """SIGKILL: the process gets no chance to drain (as a crashed pod)."""
         if self._process is None:
@@ -242,19 +203,6 @@ class KlmProcess(Service):
         process, self._process = self._process, None
         await process.kill()
         self._consume()
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.stop()
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            await stop_tasks([reader])
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- the log ----------------------------------------------------------------------
 

@@ -27,14 +27,12 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import aiohttp
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, Probe
+from harness.clusters.process import Incarnations, OwnedProcess, Probe
 from harness.errors import HarnessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
 from harness.kcp.listeners import Implementation
@@ -119,8 +117,11 @@ def template_command(words: Sequence[str]) -> ListenerCommand:
     return argv
 
 
-class ListenerProcess(Service):
-    """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``."""
+class ListenerProcess(Incarnations):
+    """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``;
+    ports: events, metrics. Ready once its event path answers."""
+
+    error = ListenerProcessError
 
     def __init__(
         self,
@@ -141,6 +142,7 @@ class ListenerProcess(Service):
         metrics are not read; ``env``: the command's environment (None: this process's)."""
         self.component = component
         self.implementation: Implementation = implementation
+        self.name = f"{implementation}-listener-{component}"
         self._callback = callback
         self._command = command
         self._metrics_on_own_port = metrics_on_own_port
@@ -150,11 +152,7 @@ class ListenerProcess(Service):
         self.log_path = log_path
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
-        self._port = 0
-        self._metrics_port = 0
-        self._process: OwnedProcess | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._scraped: list[list[Sample]] = []
         """The last scrape of every incarnation, oldest first (counters summed over them)."""
         self.consumed = 0
@@ -163,14 +161,8 @@ class ListenerProcess(Service):
     # -- facts ------------------------------------------------------------------------
 
     @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
     def port(self) -> int:
-        if not self._port:
-            raise ListenerProcessError(f"listener {self.component!r} was never started")
-        return self._port
+        return self._port(0)
 
     @property
     def url(self) -> str:
@@ -181,37 +173,16 @@ class ListenerProcess(Service):
     def event_url(self) -> str:
         return f"{self.url}/v2/{self.component}/event"
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self.running else None
-
     # -- lifecycle --------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Start an incarnation on the same ports; ready once its event path answers."""
-        if self.running:
-            raise ListenerProcessError(f"listener {self.component!r} is already running")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
-        if self._port:
-            await self._start_once()
-            return
+    def _fresh_ports(self) -> tuple[int, int]:
+        return ports.free_port(), ports.free_port()
 
-        async def on_fresh_ports() -> None:
-            self._port, self._metrics_port = ports.free_port(), ports.free_port()
-            await self._start_once()
-
-        try:
-            await ports.start_on_free_ports(on_fresh_ports)
-        except BaseException:
-            self._port = self._metrics_port = 0
-            raise
-
-    async def _start_once(self) -> None:
+    async def _run(self) -> None:
         assert self._session is not None
-        argv = self._command(self.component, self._port, self._metrics_port)
+        argv = self._command(self.component, *self._ports)
         process = OwnedProcess(
-            f"{self.implementation}-listener-{self.component}",
+            self.name,
             argv,
             log_path=self.log_path,
             probe=self._probe(self._session),
@@ -220,7 +191,7 @@ class ListenerProcess(Service):
             env=self._env,
             stdout_pipe=True,
         )
-        await process.start()
+        await process.launch()
         # Read from the first byte on: the pipe must never fill while we wait for ready.
         self._reader = spawn(self._read(process), f"listener-{self.component}-events")
         try:
@@ -233,7 +204,7 @@ class ListenerProcess(Service):
 
     def _probe(self, session: aiohttp.ClientSession) -> Probe:
         if self._serves_tls:
-            return probes.tcp_probe(ports.LOOPBACK, self._port)
+            return probes.tcp_probe(ports.LOOPBACK, self.port)
         # A GET on the event path is answered 405 (upstream's and ours): it is served.
         return probes.http_probe(session, self.event_url, lambda status, _: status == 405)
 
@@ -274,41 +245,13 @@ class ListenerProcess(Service):
                     logger.warning("%s: event lines not read to the end", self.component)
                 await stop_tasks([reader])
 
-    async def restart(self) -> None:
-        await self.stop()
-        await self.start()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.start()
-        except BaseException:
-            await self._close_session()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.stop()
-        finally:
-            await self._close_session()
-
-    async def _close_session(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
     # -- metrics ----------------------------------------------------------------------
 
     async def _scrape(self) -> None:
         """Refresh the running incarnation's samples (kept when scraping fails)."""
         if self._session is None or not self.running or not self._scraped or self._serves_tls:
             return
-        port = self._metrics_port if self._metrics_on_own_port else self._port
+        port = self._port(1) if self._metrics_on_own_port else self.port
         url = f"http://{ports.LOOPBACK}:{port}/metrics"
         try:
             async with self._session.get(url) as response:
@@ -337,4 +280,5 @@ class ListenerProcess(Service):
         return out
 
     def __repr__(self) -> str:
-        return f"ListenerProcess({self.component!r}, port={self._port}, running={self.running})"
+        port = self._ports[0] if self._ports else 0
+        return f"ListenerProcess({self.component!r}, port={port}, running={self.running})"

@@ -76,7 +76,6 @@ class ListenerSidecar(Service):
         self.port = 0
         self.exchanges: list[Exchange] = []
         self.on_accepted: list[Callable[[ListenerEvent], None]] = []
-        self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
@@ -114,21 +113,15 @@ class ListenerSidecar(Service):
                 observe(accepted)
 
     async def start(self) -> None:
-        self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        self._client = await self.stack.enter_async_context(session)
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_route("*", "/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        self.stack.push_async_callback(runner.cleanup)
         self.port = ports.free_port()
-        await web.TCPSite(self._runner, self.host, self.port).start()
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        await web.TCPSite(runner, self.host, self.port).start()
 
 
 __all__ = ["Exchange", "ListenerSidecar"]

@@ -10,10 +10,8 @@ so a new certificate is taken, and a metric read, the same way in both.
 from __future__ import annotations
 
 import asyncio
-from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Self
 
+from harness.aio import Service
 from harness.clusters.plane import Cluster
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate, serving_ca_bundle
 from harness.skr.errors import SkrInstallError
@@ -23,8 +21,9 @@ from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import FailurePolicy
 
 
-class SkrInstallationBase:
-    """``async with`` installs (:meth:`install`) and uninstalls (:meth:`uninstall`)."""
+class SkrInstallationBase(Service):
+    """``async with`` installs (:meth:`install`) and uninstalls (:meth:`uninstall`); a mode
+    implements :meth:`start`, registering each step's undo on :attr:`stack`."""
 
     def __init__(
         self,
@@ -49,9 +48,9 @@ class SkrInstallationBase:
         self._ca_bundle_pem = ca_bundle_pem
         self._serving_bundle_pem = serving_ca_bundle(ca_bundle_pem, certificate)
         self._leaf: pki.Issued | None = leaf
-        self._stack: AsyncExitStack | None = None
         self._watchers: tuple[Watcher, ...] = ()
         self._lock = asyncio.Lock()
+        self._installed = False
 
     # -- facts ------------------------------------------------------------------------
 
@@ -79,27 +78,37 @@ class SkrInstallationBase:
 
     # -- install / uninstall ----------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        await self.install()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.uninstall()
-
     async def install(self) -> None:
-        """Bring the webhook up and wire it; what was done is undone by :meth:`uninstall`."""
-        raise NotImplementedError
+        """Bring the webhook up and wire it (the mode's ``_install``, each step's undo on
+        :attr:`stack`); a step that fails undoes those before it."""
+        if self._installed:
+            raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
+        await self.__aenter__()
 
     async def uninstall(self) -> None:
         """Undo what :meth:`install` did, in reverse."""
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
+        await self.close()
+
+    async def start(self) -> None:
+        """Entering installs; once installed, the webhook comes back after a fault."""
+        if self._installed:
+            await self._start_webhook()
+            return
+        await self._install()
+        self._installed = True
+
+    async def close(self) -> None:
+        """Uninstall by unwinding the stack: the webhook configuration goes before the
+        webhook. Not :meth:`stop` first — a fault, it would leave the configuration calling
+        a webhook that is gone."""
+        self._installed = False
+        await self._unwind()
+
+    async def _install(self) -> None:
+        raise NotImplementedError
+
+    async def _start_webhook(self) -> None:
+        raise NotImplementedError
 
     # -- the certificate --------------------------------------------------------------
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
-from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Self
 
+from harness.aio import Service
 from harness.skr.errors import SkrInstallError
 from harness.skr.install import SkrInstallation
 from watcher.render.watcher_cr import Watcher
 
 
-class SkrFleet:
+class SkrFleet(Service):
     """Owns installations by cluster name; entering installs them all concurrently."""
 
     def __init__(self, installations: Iterable[SkrInstallation]) -> None:
@@ -29,7 +27,6 @@ class SkrFleet:
             if name in self._installations:
                 raise SkrInstallError(f"two installations for SKR cluster {name!r}")
             self._installations[name] = inst
-        self._stack: AsyncExitStack | None = None
         self._watchers: tuple[Watcher, ...] = ()
 
     def __getitem__(self, cluster_name: str) -> SkrInstallation:
@@ -50,31 +47,20 @@ class SkrFleet:
     def watchers(self) -> tuple[Watcher, ...]:
         return self._watchers
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            entered: list[SkrInstallation] = []
+    async def start(self) -> None:
+        """Install all at once; those that made it are uninstalled together on the way out
+        (also when another failed)."""
+        entered: list[SkrInstallation] = []
 
-            async def enter(inst: SkrInstallation) -> None:
-                await inst.install()
-                entered.append(inst)
+        async def enter(inst: SkrInstallation) -> None:
+            await inst.install()
+            entered.append(inst)
 
-            async def leave_all() -> None:
-                await _all(inst.uninstall() for inst in reversed(entered))
+        async def leave_all() -> None:
+            await _all(inst.uninstall() for inst in reversed(entered))
 
-            stack.push_async_callback(leave_all)
-            await _all(enter(inst) for inst in self._installations.values())
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
+        self.stack.push_async_callback(leave_all)
+        await _all(enter(inst) for inst in self._installations.values())
 
     async def apply_watchers(self, watchers: Sequence[Watcher]) -> None:
         """Re-render ``skr-webhook`` in every SKR from all ``watchers``, concurrently."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
 from typing import Any
 
 from harness.clusters.plane import Cluster
@@ -143,7 +142,6 @@ class InClusterSkrInstallation(SkrInstallation):
         self.poll_seconds = poll_seconds
         self._calls = calls
         self._applied: list[dict[str, Any]] = []
-        self._installed = False
         self._replicas = 0
         self.namespace = "kyma-system"
 
@@ -198,29 +196,20 @@ class InClusterSkrInstallation(SkrInstallation):
 
     # -- install / uninstall ----------------------------------------------------------
 
-    async def install(self) -> None:
-        """Certificate → manifests applied in order → Deployment Available; rolled back."""
-        if self._installed:
-            raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
-        async with AsyncExitStack() as stack:
-            await self._issue_leaf()
-            if self._calls is None:
-                api = await stack.enter_async_context(self.cluster.api_client())
-                self._calls = ApiCalls(api)
-                stack.callback(setattr, self, "_calls", None)
-            stack.push_async_callback(self._delete_applied)
-            for obj in self.manifests():
-                with as_install_error(self.cluster.name):
-                    await self.calls.apply(obj)
-                self._applied.append(obj)
-            self._replicas = 1
-            await self.wait_available()
-            self._installed = True
-            self._stack = stack.pop_all()
-
-    async def uninstall(self) -> None:
-        self._installed = False
-        await super().uninstall()
+    async def _install(self) -> None:
+        """Certificate → manifests applied in order → Deployment Available."""
+        await self._issue_leaf()
+        if self._calls is None:
+            api = await self.stack.enter_async_context(self.cluster.api_client())
+            self._calls = ApiCalls(api)
+            self.stack.callback(setattr, self, "_calls", None)
+        self.stack.push_async_callback(self._delete_applied)
+        for obj in self.manifests():
+            with as_install_error(self.cluster.name):
+                await self.calls.apply(obj)
+            self._applied.append(obj)
+        self._replicas = 1
+        await self.wait_available()
 
     async def _delete_applied(self) -> None:
         """The webhook configuration first (no calls into a vanishing webhook), then the
@@ -349,7 +338,7 @@ class InClusterSkrInstallation(SkrInstallation):
         await self._scale(0)
         return None
 
-    async def start(self) -> None:
+    async def _start_webhook(self) -> None:
         """Scale to 1 and wait until the Deployment is Available again."""
         await self._scale(1)
         await self.wait_available()

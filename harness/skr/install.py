@@ -26,7 +26,6 @@ import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -187,43 +186,36 @@ class SkrInstallation(SkrInstallationBase):
 
     # -- install / uninstall ----------------------------------------------------------
 
-    async def install(self) -> None:
-        """Certificate → files → namespace and Secret → webhook process; rolled back on error."""
-        if self._stack is not None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: already installed")
-        async with AsyncExitStack() as stack:
-            directory = Path(tempfile.mkdtemp(prefix=f"skr-{self.cluster.name}-"))
-            stack.callback(shutil.rmtree, directory, ignore_errors=True)
-            self._directory = directory
-            self.tls.directory.mkdir(mode=0o700)
-            await self._issue_leaf(host_address=self.host_address)
-            pki.write_secret_files(self.tls.directory, self._secret_data())
-            api = await stack.enter_async_context(self.cluster.api_client())
-            self._objects = SkrObjects(api, self.cluster.name)
-            await self._skr.ensure_namespace()
-            stack.push_async_callback(self._skr.delete_secret)
-            if self._attached:  # else the Kyma's first reconcile puts it (repair)
-                await self._skr.put_secret(self._secret_data())
-            log_dir = self._log_dir or directory
-            config = self._config
-            if self._spool and delivery_is_async(config) and not config.command:
-                config = dataclasses.replace(config, spool_dir=directory / "spool")
-            self._webhook = await stack.enter_async_context(
-                WebhookProcess(
-                    f"watcher-webhook[{self.cluster.name}]",
-                    config,
-                    self.tls,
-                    log_path=log_dir / f"watcher-webhook-{self.cluster.name}.log",
-                    ready_timeout=self._ready_timeout,
-                )
+    async def _install(self) -> None:
+        """Certificate → files → namespace and Secret → webhook process."""
+        stack = self.stack
+        stack.callback(setattr, self, "_objects", None)
+        directory = Path(tempfile.mkdtemp(prefix=f"skr-{self.cluster.name}-"))
+        stack.callback(shutil.rmtree, directory, ignore_errors=True)
+        self._directory = directory
+        self.tls.directory.mkdir(mode=0o700)
+        await self._issue_leaf(host_address=self.host_address)
+        pki.write_secret_files(self.tls.directory, self._secret_data())
+        api = await stack.enter_async_context(self.cluster.api_client())
+        self._objects = SkrObjects(api, self.cluster.name)
+        await self._skr.ensure_namespace()
+        stack.push_async_callback(self._skr.delete_secret)
+        if self._attached:  # else the Kyma's first reconcile puts it (repair)
+            await self._skr.put_secret(self._secret_data())
+        log_dir = self._log_dir or directory
+        config = self._config
+        if self._spool and delivery_is_async(config) and not config.command:
+            config = dataclasses.replace(config, spool_dir=directory / "spool")
+        self._webhook = await stack.enter_async_context(
+            WebhookProcess(
+                f"watcher-webhook[{self.cluster.name}]",
+                config,
+                self.tls,
+                log_path=log_dir / f"watcher-webhook-{self.cluster.name}.log",
+                ready_timeout=self._ready_timeout,
             )
-            stack.push_async_callback(self._delete_configuration)
-            self._stack = stack.pop_all()
-
-    async def uninstall(self) -> None:
-        """Delete the VWC and the Secret, stop the webhook, remove the owned directory."""
-        await super().uninstall()
-        self._objects = None
+        )
+        stack.push_async_callback(self._delete_configuration)
 
     # -- Kubernetes objects -----------------------------------------------------------
 
@@ -359,7 +351,7 @@ class SkrInstallation(SkrInstallationBase):
         """Stop the webhook gracefully (SIGTERM, drain); the VWC stays."""
         return await self.webhook.stop()
 
-    async def start(self) -> None:
+    async def _start_webhook(self) -> None:
         """Start the webhook again on the same ports."""
         await self.webhook.start()
 

@@ -19,13 +19,11 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import Incarnations, OwnedProcess, Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -147,13 +145,14 @@ def upstream_contract(
     return env
 
 
-class WebhookProcess:
-    """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times.
-
-    The first start picks free ports (retrying with fresh ones if another process took
-    them in between); later starts reuse them. ``records`` keeps one
-    :class:`ProcessRecord` per incarnation for reports.
+class WebhookProcess(Incarnations):
+    """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times, on
+    the webhook and metrics ports of the first start (ready: ``/readyz`` answers 200).
+    ``records`` keeps one :class:`ProcessRecord` per incarnation for reports.
     """
+
+    error = WebhookProcessError
+    session_timeout = aiohttp.client.DEFAULT_TIMEOUT
 
     def __init__(
         self,
@@ -171,10 +170,6 @@ class WebhookProcess:
         self.log_path = log_path
         self._ready_timeout = ready_timeout
         self._stop_timeout = stop_timeout
-        self._webhook_port: int | None = None
-        self._metrics_port: int | None = None
-        self._process: OwnedProcess | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._restarted = asyncio.Event()
         self._restarted.set()
         """Clear while :meth:`restart` runs: a scrape then waits for the new incarnation."""
@@ -184,71 +179,22 @@ class WebhookProcess:
 
     @property
     def webhook_port(self) -> int:
-        if self._webhook_port is None:
-            raise WebhookProcessError(f"{self.name} has not been started yet")
-        return self._webhook_port
+        return self._port(0)
 
     @property
     def metrics_port(self) -> int:
-        if self._metrics_port is None:
-            raise WebhookProcessError(f"{self.name} has not been started yet")
-        return self._metrics_port
+        return self._port(1)
 
     @property
     def metrics_url(self) -> str:
         return f"http://{ports.LOOPBACK}:{self.metrics_port}"
 
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self.running else None
-
-    def log_tail(self, lines: int = 25) -> str:
-        return self._process.log_tail(lines) if self._process is not None else ""
-
     # -- lifecycle --------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        try:
-            await self.start()
-        except BaseException:
-            await self.close()  # the probe session too
-            raise
-        return self
+    def _fresh_ports(self) -> tuple[int, int]:
+        return ports.free_port(self.config.bind_host), ports.free_port()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        """Start an incarnation and wait until ``/readyz`` answers 200."""
-        if self.running:
-            raise WebhookProcessError(f"{self.name} is already running (pid {self.pid})")
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
-        if self._webhook_port is not None:
-            await self._start_once()
-            return
-
-        async def on_fresh_ports() -> None:
-            self._webhook_port = ports.free_port(self.config.bind_host)
-            self._metrics_port = ports.free_port()
-            await self._start_once()
-
-        try:
-            await ports.start_on_free_ports(on_fresh_ports)
-        except BaseException:
-            self._webhook_port = self._metrics_port = None
-            raise
-
-    async def _start_once(self) -> None:
+    async def _run(self) -> None:
         assert self._session is not None
         env = webhook_env(
             self.config, self.tls, webhook_port=self.webhook_port, metrics_port=self.metrics_port
@@ -271,7 +217,7 @@ class WebhookProcess:
         )
         self._process = process
         self.records.append(process.record)
-        await process.__aenter__()
+        await process.start()
 
     def _command_argv(self) -> list[str]:
         """The bring-your-own command, inside its own network namespace unless isolation
@@ -312,19 +258,9 @@ class WebhookProcess:
         this way, as KLM restarts upstream's pod); scrapes meanwhile wait for it."""
         self._restarted.clear()
         try:
-            await self.stop()
-            await self.start()
+            await super().restart()
         finally:
             self._restarted.set()
-
-    async def close(self) -> None:
-        """Stop the process (if running) and the HTTP session used for probes and scraping."""
-        try:
-            await self.stop()
-        finally:
-            session, self._session = self._session, None
-            if session is not None:
-                await session.close()
 
     # -- metrics ----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.clusters import procfs
 from harness.soak.model import Role, Sample
 
@@ -114,7 +114,6 @@ class Sampler(Service):
         self.samples: list[Sample] = []
         self._clock = clock
         self._on_sample = on_sample
-        self._task: asyncio.Task[None] | None = None
 
     def tick(self) -> list[Sample]:
         """Read every target once (also called directly for a first and a last reading)."""
@@ -132,9 +131,4 @@ class Sampler(Service):
             await asyncio.sleep(self.interval)
 
     async def start(self) -> None:
-        self._task = spawn(self._run(), "soak-sampler")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            await stop_tasks([task])
+        self.spawn(self._run(), "soak-sampler")

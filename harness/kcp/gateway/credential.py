@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.errors import GatewayError
@@ -50,7 +50,6 @@ class GatewayCredentialSync(Service):
         self._name = name
         self._namespace = namespace
         self._changed = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
         self.swaps = 0
         """How many times the Secret changed the gateway."""
 
@@ -99,12 +98,7 @@ class GatewayCredentialSync(Service):
             ) from None
 
     async def start(self) -> None:
-        self._task = spawn(self._run(), "gateway-credential-sync")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            await stop_tasks([task])
+        self.spawn(self._run(), "gateway-credential-sync")
 
 
 __all__ = ["GatewayCredentialSync"]

@@ -31,11 +31,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 
+from harness.aio import Service
 from harness.clusters import ports
 from harness.clusters.process import OwnedProcess, ProcessRecord, with_log_tail
 from harness.kcp.gateway.envoy_admin import EnvoyAdmin, GatewayCounters, gateway_counters
@@ -57,7 +57,7 @@ from watcher.render.envoy import (
 _T = TypeVar("_T")
 
 
-class EnvoyGateway:
+class EnvoyGateway(Service):
     """A running Envoy acting as the KCP's Istio ingress gateway; use as ``async with``.
 
     ``tls`` holds the gateway's serving certificate and key and the KCP CA bundle client
@@ -177,8 +177,17 @@ class EnvoyGateway:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def start(self) -> None:
+        """Start Envoy; return once it serves on :attr:`port`. The first call creates the
+        directory, the admin session, the ports and the files; a later one (after
+        :meth:`stop`/:meth:`kill`) starts Envoy with the files as they are, same ports."""
+        if self.running:
+            raise GatewayError(f"{self.name} is already running (pid {self.pid})")
+        if self._session is not None:
+            await self._run()
+            return
         self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self.stack.callback(shutil.rmtree, self._tmp, ignore_errors=True)
         self._xds_files = XdsFiles(
             name=self.name,
             layout=self._layout(),
@@ -187,31 +196,10 @@ class EnvoyGateway:
             timeout=self._apply_timeout,
             error=self._error,
         )
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
-        try:
-            await self._first_start()
-        except BaseException:
-            await self._cleanup()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._cleanup()
-
-    async def _cleanup(self) -> None:
-        try:
-            await self.stop()
-        finally:
-            if self._session is not None:
-                await self._session.close()
-                self._session = None
-            if self._tmp is not None:
-                shutil.rmtree(self._tmp, ignore_errors=True)
+        self.stack.callback(setattr, self, "_session", None)
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
+        self._session = await self.stack.enter_async_context(session)
+        await self._first_start()
 
     async def _first_start(self) -> None:
         """Start on the given ports, or on free ones, picking again if one was taken."""
@@ -221,7 +209,7 @@ class EnvoyGateway:
             self._port = port or ports.free_port(self.listen_address)
             self._admin_port = admin_port or ports.free_port()
             self._write_initial_files()
-            await self.start()
+            await self._run()
 
         await ports.start_on_free_ports(
             on_picked_ports,
@@ -253,10 +241,7 @@ class EnvoyGateway:
         bootstrap = render_bootstrap(layout, admin_port=self._admin_port, node_id=self.name)
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())
 
-    async def start(self) -> None:
-        """Start Envoy with the files as they are; return once it serves on :attr:`port`."""
-        if self.running:
-            raise GatewayError(f"{self.name} is already running (pid {self.pid})")
+    async def _run(self) -> None:
         process = OwnedProcess(
             self.name,
             self._command.argv(self.directory / "bootstrap.json"),

@@ -93,7 +93,7 @@ async def probe_listener(admin: EnvoyAdmin, address: str, port: int) -> bool:
 async def start_envoy(process: OwnedProcess, error: ErrorFactory) -> None:
     """Start ``process`` and wait until it is ready; on failure stop it again and raise
     :class:`PortTaken` if its log says a port was taken (``error`` adds the log tail)."""
-    await process.start()
+    await process.launch()
     try:
         await process.wait_ready()
     except BaseException as exc:

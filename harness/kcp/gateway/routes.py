@@ -18,11 +18,11 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.aio import Service
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.errors import GatewayError
 from harness.kube import VIRTUAL_SERVICES, get, object_key
@@ -91,7 +91,7 @@ class Gateway(Protocol):
     ) -> object: ...
 
 
-class VirtualServiceSync:
+class VirtualServiceSync(Service):
     """Keeps the gateway's routes equal to the KCP's VirtualServices; use as ``async with``."""
 
     def __init__(
@@ -113,8 +113,6 @@ class VirtualServiceSync:
         self._objects: dict[str, Mapping[str, Any]] = {}
         self._dirty = asyncio.Event()
         self._listed = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._unsubscribe: Callable[[], None] | None = None
         self.lists = 0
         """How many times the VirtualServices were (re-)listed."""
         self.applied = 0
@@ -129,29 +127,10 @@ class VirtualServiceSync:
         """The VirtualServices currently known (``<ns>/<name>`` → object)."""
         return dict(self._objects)
 
-    async def __aenter__(self) -> Self:
-        self._unsubscribe = self._registry.subscribe(self._dirty.set)
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._watch_loop(), name="virtualservice-watch"),
-            loop.create_task(self._sync_loop(), name="virtualservice-sync"),
-        ]
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-        for task in self._tasks:
-            task.cancel()
-        results = await asyncio.gather(*self._tasks, return_exceptions=True)
-        for task, result in zip(self._tasks, results, strict=True):
-            if isinstance(result, Exception):
-                logger.error("task %s had failed", task.get_name(), exc_info=result)
+    async def start(self) -> None:
+        self.stack.callback(self._registry.subscribe(self._dirty.set))
+        self.spawn(self._watch_loop(), "virtualservice-watch")
+        self.spawn(self._sync_loop(), "virtualservice-sync")
 
     async def wait_listed(self) -> None:
         """Until the first list has been taken in (bound it with ``asyncio.timeout``)."""

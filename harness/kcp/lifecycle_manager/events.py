@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.errors import HarnessError
 from watcher.listener import Listener, ListenerConfig, ListenerEvent
 
@@ -61,17 +61,12 @@ class EventConsumer(Service):
                 logger.exception("%s: handling event %s failed", self._name, event)
 
     async def start(self) -> None:
-        self._task = spawn(self._run(), self._name)
+        self._task = self.spawn(self._run(), self._name)
 
     async def drained(self) -> None:
         """Until the stream ended (the listener stopped) and every accepted event was handled."""
         if self._task is not None:
             await asyncio.wait({self._task})
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            await stop_tasks([task])
 
 
 class ListenerHost(Service):

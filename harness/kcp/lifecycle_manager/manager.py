@@ -23,12 +23,10 @@ import collections
 import dataclasses
 import logging
 from collections.abc import Callable
-from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Self
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.events import EventConsumer, ListenerHost
 from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
@@ -86,7 +84,7 @@ def mark_ready(api: ApiClient) -> ReconcileFn:
     return reconcile
 
 
-class LifecycleManager:
+class LifecycleManager(Service):
     """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP.
 
     Pass a running ``listener`` you own, or a ``listener_config`` (its component should be
@@ -142,7 +140,6 @@ class LifecycleManager:
             config = dataclasses.replace(listener_config, verify_hooks=hooks)
             self.host = ListenerHost(config, self.handle_event)
         self._external_listener = listener
-        self._stack: AsyncExitStack | None = None
         self.event_counters: collections.Counter[str] = collections.Counter()
         self.observers: list[Callable[[ListenerEvent], None]] = []
         """Called with every event :meth:`handle_event` takes, before it is resolved."""
@@ -231,28 +228,14 @@ class LifecycleManager:
         else:
             self.reconciler.enqueue(key, Trigger.WATCH_EVENT)
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(self.cache)
-            await stack.enter_async_context(self.reconciler)
-            for kyma in self.cache.all():
-                self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
-            if self.host is not None:
-                await stack.enter_async_context(self.host)
-            elif self._external_listener is not None:
-                consumer = EventConsumer(
-                    self._external_listener, self.handle_event, name="klm-events"
-                )
-                await stack.enter_async_context(consumer)
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
+    async def start(self) -> None:
+        """Cache and reconciler, every Kyma queued (trigger startup), then the events."""
+        await self.stack.enter_async_context(self.cache)
+        await self.stack.enter_async_context(self.reconciler)
+        for kyma in self.cache.all():
+            self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
+        if self.host is not None:
+            await self.stack.enter_async_context(self.host)
+        elif self._external_listener is not None:
+            consumer = EventConsumer(self._external_listener, self.handle_event, name="klm-events")
+            await self.stack.enter_async_context(consumer)

@@ -58,7 +58,6 @@ class ManifestController(Service):
         self.ready_after = ready_after
         self.on_change = on_change
         self.namespace = namespace
-        self._task: asyncio.Task[None] | None = None
         self._installs: dict[str, asyncio.Task[None]] = {}
         self._states: dict[str, str] = {}
 
@@ -104,9 +103,9 @@ class ManifestController(Service):
             self._installs.pop(key, None)
 
     async def start(self) -> None:
-        self._task = spawn(self._run(), "manifest-controller")
+        self.stack.push_async_callback(self._stop_installs)  # after the watch that adds them
+        self.spawn(self._run(), "manifest-controller")
 
-    async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._installs.values()) if t is not None]
-        self._task, self._installs = None, {}
-        await stop_tasks(tasks)
+    async def _stop_installs(self) -> None:
+        installs, self._installs = self._installs, {}
+        await stop_tasks(installs.values())

@@ -24,7 +24,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
 from harness.kube import (
@@ -129,7 +129,6 @@ class WatcherController(Service):
         self._notify = asyncio.Event()
         self._published: frozenset[str] = frozenset()
         self._published_changed = asyncio.Condition()
-        self._tasks: list[asyncio.Task[None]] = []
         self.reconciles = 0
         self.errors = 0
         self.notifications = 0
@@ -319,18 +318,9 @@ class WatcherController(Service):
             ) from None
 
     async def start(self) -> None:
-        try:
-            await self._runner.start()
-            self._tasks.append(spawn(self._watch_gateways(), "watcher-controller-gateways"))
-            await self._wait(self._gateways_synced, "Gateways")
-            self._tasks.append(spawn(self._watch_watchers(), "watcher-controller-watchers"))
-            self._tasks.append(spawn(self._notifier(), "watcher-controller-notifier"))
-            await self._wait(self._watchers_synced, "Watchers")
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def stop(self) -> None:
-        tasks, self._tasks = self._tasks, []
-        await stop_tasks(tasks)
-        await self._runner.stop()
+        await self.stack.enter_async_context(self._runner)
+        self.spawn(self._watch_gateways(), "watcher-controller-gateways")
+        await self._wait(self._gateways_synced, "Gateways")
+        self.spawn(self._watch_watchers(), "watcher-controller-watchers")
+        self.spawn(self._notifier(), "watcher-controller-notifier")
+        await self._wait(self._watchers_synced, "Watchers")

@@ -36,10 +36,9 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Mapping
-from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
+from harness.aio import Service
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
 from harness.kcp.lifecycle_manager.queue.reconciler import Reconciler
@@ -117,7 +116,7 @@ def _write_failure(exc: Exception) -> str:
     return type(exc).__name__
 
 
-class WatcherHealth:
+class WatcherHealth(Service):
     """``async with WatcherHealth(skrs, reconciler, policy=..., listener_config=...)``."""
 
     def __init__(
@@ -144,7 +143,6 @@ class WatcherHealth:
         """runtime id → its Kyma's key (``kcp-system/<name>``)."""
         self._doubtful: set[str] = set()
         """Kymas whose last heartbeat write failed: the next one re-reads the kubeconfig."""
-        self._stack: AsyncExitStack | None = None
 
     # the reconcile's side ----------------------------------------------------------------
 
@@ -213,22 +211,9 @@ class WatcherHealth:
 
     # lifecycle ---------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(self.host)
-            await stack.enter_async_context(self.monitor)
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.aclose()
+    async def start(self) -> None:
+        await self.stack.enter_async_context(self.host)
+        await self.stack.enter_async_context(self.monitor)
 
 
 __all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "health_condition", "webhook_call_failure"]

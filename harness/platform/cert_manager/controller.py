@@ -25,7 +25,7 @@ from typing import Any, Concatenate, Final, ParamSpec
 from kubernetes_asyncio.client import ApiClient
 
 from harness import kube
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kube import Obj, Resource
 from harness.kube.watch import watch_objects
@@ -69,7 +69,6 @@ class CertManager(Service):
         self._sync_within = sync_within
         self.issued: Counter[str] = Counter()
         """``namespace/name`` → Secrets issued so far."""
-        self._tasks: list[asyncio.Task[None]] = []
         self._queue: asyncio.Queue[Item] = asyncio.Queue()
         self._queued: set[Item] = set()
         self._active: set[Item] = set()
@@ -86,27 +85,25 @@ class CertManager(Service):
         synced = {r.plural: asyncio.Event() for r in (CERTIFICATES, ISSUERS, kube.SECRETS)}
         for resource in (CERTIFICATES, ISSUERS, kube.SECRETS):
             watch = self._watch(resource, synced[resource.plural])
-            self._tasks.append(spawn(watch, f"cert-manager-watch-{resource.plural}"))
+            self.spawn(watch, f"cert-manager-watch-{resource.plural}")
         for n in range(self._workers):
-            self._tasks.append(spawn(self._work(), f"cert-manager-worker-{n}"))
+            self.spawn(self._work(), f"cert-manager-worker-{n}")
+        self.stack.callback(self._cancel_timers)
         try:
             async with asyncio.timeout(self._sync_within):
                 await asyncio.gather(*(e.wait() for e in synced.values()))
         except TimeoutError:
             missing = ", ".join(n for n, e in synced.items() if not e.is_set())
-            await self.stop()
             raise CertManagerError(
                 f"the harness's cert-manager could not list {missing} within "
                 f"{self._sync_within:g} s: are cert-manager's CRDs applied "
                 "(fixtures/platform/cert-manager.yaml)? see the harness.kube warnings"
             ) from None
 
-    async def stop(self) -> None:
+    def _cancel_timers(self) -> None:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        tasks, self._tasks = self._tasks, []
-        await stop_tasks(tasks)
 
     async def wait_issued(
         self, namespace: str, name: str, *, revision: int = 1, within: float = 30.0

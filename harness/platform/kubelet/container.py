@@ -201,7 +201,7 @@ class Pod:
             cwd=self.pod_dir,
             stop_timeout=max(plan.grace_seconds, 0.1),
         )
-        await process.start()
+        await process.launch()
         self.node.records.append(process.record)
         self.process = process
         self._set(False, f"started (pid {process.pid}), not ready yet")

@@ -108,18 +108,14 @@ class Kubelet(Service):
         raise KubeletError(f"no running pod to kill: {self._why(key, 'running')}")
 
     async def start(self) -> None:
-        try:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            synced = []
-            for namespace, resource in itertools.product(self.namespaces, WATCHED):
-                synced.append(asyncio.Event())
-                self._spawn(self._watch(resource, namespace, synced[-1]), resource.plural)
-            async with asyncio.timeout(30.0):
-                await asyncio.gather(*(event.wait() for event in synced))
-            self._spawn(self._loop(), "sync")
-        except BaseException:
-            await self.stop()
-            raise
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        synced = []
+        for namespace, resource in itertools.product(self.namespaces, WATCHED):
+            synced.append(asyncio.Event())
+            self._spawn(self._watch(resource, namespace, synced[-1]), resource.plural)
+        async with asyncio.timeout(30.0):
+            await asyncio.gather(*(event.wait() for event in synced))
+        self._spawn(self._loop(), "sync")
 
     async def stop(self) -> None:
         """Stop every task and pod, close kube-proxy, delete the slices written."""

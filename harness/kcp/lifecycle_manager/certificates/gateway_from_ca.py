@@ -19,7 +19,7 @@ from typing import Final
 from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.tls_secret import SecretLayoutError, tls_data, tls_secret
 from harness.kube import SECRETS, KubeError, create_or_replace, get
@@ -61,7 +61,6 @@ class GatewaySecretFromCa(Service):
         self._bundle: list[policy.BundleEntry] = []
         self._serving: tuple[bytes, bytes] | None = None
         self._newest: tuple[bytes, bytes] | None = None
-        self._tasks: list[asyncio.Task[None]] = []
 
     async def sync(self, now: dt.datetime | None = None) -> bool:
         """One look at the CA Secret; True when the gateway Secret was written."""
@@ -138,10 +137,7 @@ class GatewaySecretFromCa(Service):
             await asyncio.sleep(self.poll)
 
     async def start(self) -> None:
-        self._tasks = [spawn(self._run(), "gateway-secret-from-ca")]
-
-    async def stop(self) -> None:
-        await stop_tasks(self._tasks)
+        self.spawn(self._run(), "gateway-secret-from-ca")
 
 
 __all__ = ["CA_SECRET", "GatewaySecretFromCa"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.tls_secret import tls_secret
@@ -99,7 +99,6 @@ class GatewaySecretManager(Service):
         self._generation = 0
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.on_rotated: list[Callable[[pki.CertificateAuthority], None]] = []
         """Called with each new CA once it issues (after ``confirm``)."""
 
@@ -164,12 +163,7 @@ class GatewaySecretManager(Service):
         await ensure_namespace(self._api, ISTIO_NAMESPACE)
         await self._write()
         self._issuing = ca
-        self._task = spawn(self._timer(), "gateway-secret-timer")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            await stop_tasks([task])
+        self.spawn(self._timer(), "gateway-secret-timer")
 
     async def _new_ca(self) -> pki.CertificateAuthority:
         self._generation += 1

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service, spawn, stop_tasks
+from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KYMAS, object_key
@@ -108,7 +108,6 @@ class KymaCache(Service):
         """runtime id → keys of the Kymas labelled with it (kept with ``_kymas``)."""
         self._synced = asyncio.Event()
         self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.on_change: Callable[[str, Trigger], None] | None = None
         """Told ``(key, trigger)`` when a Kyma appears or changes after the first list."""
 
@@ -198,14 +197,5 @@ class KymaCache(Service):
             self.apply(kind, obj)
 
     async def start(self) -> None:
-        self._task = spawn(self._run(), "kyma-cache")
-        try:
-            await self.wait_synced()
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            await stop_tasks([task])
+        self.spawn(self._run(), "kyma-cache")
+        await self.wait_synced()

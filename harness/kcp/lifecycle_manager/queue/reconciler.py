@@ -233,7 +233,4 @@ class Reconciler(Service):
             ) from None
 
     async def start(self) -> None:
-        await self._runner.start()
-
-    async def stop(self) -> None:
-        await self._runner.stop()
+        await self.stack.enter_async_context(self._runner)

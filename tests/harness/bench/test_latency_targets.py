@@ -73,7 +73,7 @@ def test_harness_cost_targets_ready_and_e2e() -> None:
     from harness.bench.cost import _targets as cost_targets
 
     ready, e2e = cost_targets(4.3, 7.2, 774.0)
-    assert not ready.met and "4.3 s" in ready.measured and "kubernetes#140911" in ready.note
+    assert not ready.met and "4.3 s" in ready.measured and "justCreated" in ready.note
     assert not e2e.met and e2e.measured == "12.9 min"
-    (fast,) = cost_targets(2.9, 6.0, None)
+    (fast,) = cost_targets(2.4, 6.0, None)
     assert fast.met

@@ -104,8 +104,8 @@ E2E_TARGET_S = 360.0
 
 
 def _targets(ready_s: float, full_s: float, e2e_s: float | None) -> tuple[Target, ...]:
-    """KCP + 3 SKRs ready ≤ 2.5 s warm, and the whole ``make e2e`` ≤ 6 min warm (issue 24), each with
-    what costs the time when missed (measured phase by phase, docs/performance.md)."""
+    """KCP + 3 SKRs ready ≤ 2.5 s warm, and the whole ``make e2e`` ≤ 6 min warm (issue 24),
+    each with what costs the time when missed (measured phase by phase, docs/performance.md)."""
     ready = Target(
         "KCP + 3 SKRs ready (warm)",
         f"≤ {READY_TARGET_S:g} s",

@@ -99,7 +99,7 @@ from harness.clusters.backends import open_backend
 from harness.clusters.plane import Environment
 from harness.clusters.process import OwnedProcess
 from harness.clusters.selection import choose_backend
-from harness.environment.compose import CRD_DIR
+from harness.environment.startup import CRD_DIR
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import service_key
 from harness.kcp.lifecycle_manager.manager import (

@@ -2,6 +2,7 @@
 errors), per-run names and the generated JSON Schema. Pure: no processes, no I/O beyond
 reading the files."""
 
+from harness.scenario.churn_ops import Churn, ChurnMix
 from harness.scenario.clusters import KCP, Backend, Certificate, CertificateKind, Clusters, Skr
 from harness.scenario.errors import InvalidScenario, Location, ScenarioError
 from harness.scenario.expectations import (
@@ -15,6 +16,13 @@ from harness.scenario.expectations import (
     RejectionExpectation,
     Truth,
     WriteLatency,
+)
+from harness.scenario.fault_ops import (
+    BreakFault,
+    KcpFault,
+    KcpFaultSpec,
+    ProcessFault,
+    RotateFault,
 )
 from harness.scenario.kymas import Kyma, default_kymas
 from harness.scenario.loader import (
@@ -34,9 +42,6 @@ from harness.scenario.operations import (
     ApplyOp,
     Assert,
     AssertOp,
-    BreakFault,
-    Churn,
-    ChurnMix,
     ChurnOp,
     Collect,
     CollectOp,
@@ -45,17 +50,11 @@ from harness.scenario.operations import (
     ErrorOp,
     ExpectOp,
     FaultOp,
-    KcpFault,
-    KcpFaultSpec,
     Operation,
     OutputCheck,
     Patch,
     PatchOp,
-    ProcessFault,
-    Request,
-    RequestExpect,
     RequestOp,
-    RotateFault,
     Script,
     ScriptExpect,
     ScriptOp,
@@ -64,6 +63,10 @@ from harness.scenario.operations import (
     WaitOp,
     WatcherChange,
     WatcherOp,
+)
+from harness.scenario.requests import (
+    Request,
+    RequestExpect,
 )
 from harness.scenario.settings import Certificates, Health, Klm, Requeue, Settings
 from harness.scenario.steps import Step

@@ -11,27 +11,31 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from harness.scenario.churn_ops import Churn
 from harness.scenario.clusters import KCP
 from harness.scenario.errors import Loc, Problem
 from harness.scenario.expectations import Expect
+from harness.scenario.fault_ops import (
+    AnyFault,
+    BreakFault,
+    ProcessFault,
+    RotateFault,
+)
 from harness.scenario.known_names import KnownNames
 from harness.scenario.operations import (
     EVERY_SKR,
-    AnyFault,
     Apply,
     Assert,
-    BreakFault,
-    Churn,
     ChurnOp,
     Collect,
     Delete,
     Patch,
-    ProcessFault,
-    Request,
-    RotateFault,
     Script,
     WatcherChange,
     operation_key,
+)
+from harness.scenario.requests import (
+    Request,
 )
 from harness.scenario.timeline import Occurrence, TimelineExpectation
 from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE

@@ -24,14 +24,16 @@ from typing import Literal
 
 from harness.scenario.clusters import Clusters
 from harness.scenario.expectations import Expect, MetricExpectation
-from harness.scenario.operations import (
+from harness.scenario.fault_ops import (
     AnyFault,
     BreakFault,
+    ProcessFault,
+    RotateFault,
+)
+from harness.scenario.operations import (
     ExpectOp,
     FaultOp,
     Operation,
-    ProcessFault,
-    RotateFault,
 )
 from harness.scenario.settings import Settings
 from harness.scenario.values import Model

@@ -13,6 +13,7 @@ that range: servers that die with "address already in use" are detected
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import random
 import socket
@@ -38,6 +39,7 @@ def _ephemeral_start() -> int:
         return 32768  # Linux's default
 
 
+@functools.cache
 def _lock_dir() -> Path:
     path = Path(tempfile.gettempdir()) / f"watcher-harness-ports-{os.getuid()}"
     path.mkdir(mode=0o700, exist_ok=True)

@@ -43,12 +43,6 @@ class Restartable(Protocol):
     async def restart(self) -> object: ...
 
 
-class Stoppable(Restartable, Protocol):
-    """A part with a process of its own: it can be killed too."""
-
-    async def kill(self) -> object: ...
-
-
 class FaultPorts(Protocol):
     """What a fault reaches: the environment's parts (by :meth:`lifecycle`), the gateway's
     fault filter and the KCP's certificates (None where the KLM owns them)."""

@@ -8,11 +8,51 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from harness.runner import ordering
 from harness.runner.exclusive import MARKER, lock_dir, turn
+
+_durations: dict[str, float] = {}
+"""This run's e2e item durations, kept for the next run's order (xdist controller)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+
+
+def _recorded(config: pytest.Config) -> dict[str, float]:
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    return dict(cache.get(ordering.CACHE_KEY, {})) if cache is not None else {}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """e2e items longest first (:mod:`harness.runner.ordering`); the others keep their
+    order, before them."""
+    recorded = _recorded(config)
+
+    def expected(item: pytest.Item) -> float:
+        if item.get_closest_marker("e2e") is None:
+            return float("inf")
+        scenario = getattr(item, "scenario", None)
+        declared = scenario is not None and "timeout" in scenario.model_fields_set
+        timeout = float(scenario.timeout) if declared else None  # the default says nothing
+        return ordering.estimate(recorded.get(item.nodeid), timeout)
+
+    items[:] = ordering.longest_first(items, expected)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Remember how long each e2e item took (in the xdist controller, or a run without)."""
+    if report.when == "call" and "e2e" in report.keywords and report.outcome != "skipped":
+        _durations[report.nodeid] = report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if cache is None or hasattr(config, "workerinput") or not _durations:
+        return
+    cache.set(ordering.CACHE_KEY, ordering.merged(_recorded(config), _durations))
 
 
 @pytest.hookimpl(hookwrapper=True)

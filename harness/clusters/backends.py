@@ -63,6 +63,8 @@ def open_backend(
 ) -> ClusterBackend:
     """The backend ``choice`` names. ``namespaces`` (cluster → names) are the namespaces
     the harness installs into; backends on shared clusters create and remove them.
+    Local clusters come from the process's :class:`~harness.clusters.pool.ClusterPool`
+    when one is current (scenario items under ``--cluster-pool``).
     ``crds`` (cluster → CRD files) the caller will apply: the local backend creates them
     early, while its API servers start; the caller applies them all the same."""
     if choice.name == "kubeconfig":
@@ -73,7 +75,12 @@ def open_backend(
         from harness.clusters.kind import KindBackend
 
         return KindBackend(run_id=choice.run_id, log_dir=log_dir, namespaces=namespaces)
+    from harness.clusters.plane import LocalBackend, crd_documents
+    from harness.clusters.pool import CURRENT, PooledBackend
+
+    pool = CURRENT.get()
+    if pool is not None:
+        return PooledBackend(pool, log_dir=log_dir, crds=crd_documents(crds))
     from harness.clusters.binaries import ensure_binaries
-    from harness.clusters.plane import LocalBackend
 
     return LocalBackend(ensure_binaries(), log_dir=log_dir, crds=crds)

@@ -34,7 +34,7 @@ from contextlib import (
 )
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
@@ -202,6 +202,14 @@ def validate_cluster_names(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
+def crd_documents(crds: Mapping[str, Sequence[Path]] | None) -> dict[str, list[dict[str, Any]]]:
+    """CRD files per cluster name → their documents per cluster name."""
+    return {
+        name: [d for p in paths for d in load_yaml_documents(p)]
+        for name, paths in (crds or {}).items()
+    }
+
+
 class LocalBackend:
     """One shared etcd and one kube-apiserver per cluster, all on 127.0.0.1."""
 
@@ -229,10 +237,7 @@ class LocalBackend:
         self.ready_timeout = ready_timeout
         self.options = options
         self.extra_args = dict(extra_args or {})
-        self.crds = {
-            name: [d for p in paths for d in load_yaml_documents(p)]
-            for name, paths in (crds or {}).items()
-        }
+        self.crds = crd_documents(crds)
         self.console = console or make_console()
 
     @asynccontextmanager

@@ -25,6 +25,10 @@ then passes passes, is *flaky* in the report part, and the terminal summary says
 (:func:`harness.runner.plan.plan_scenario`) and runs that plan; one the backend cannot run
 (it stops API servers) or whose backend's tools are missing here (kind without Docker:
 :func:`harness.runner.backend.missing_tools`) is skipped with the reason.
+
+``--cluster-pool`` lets the scenarios of one process (an xdist worker) share their local
+API servers, reset between scenarios (:mod:`harness.clusters.pool`): no cluster start per
+scenario, except after a fault took a server away.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 import pytest
 
+from harness.clusters import pool as cluster_pool
 from harness.clusters.selection import BackendOverride
 from harness.report import ReportBuilder, RunReport, ScenarioReport, Status, write_reports
 from harness.report.writer import write_text_atomic
@@ -55,6 +60,8 @@ PARTS = "parts"
 OPTION = "--scenario-report-dir"
 SELECTOR_OPTION = "--scenario-selector"
 RETRIES_OPTION = "--scenario-retries"
+POOL_OPTION = "--cluster-pool"
+_POOL = pytest.StashKey[cluster_pool.ClusterPool]()
 E2E_MARKER = "e2e: needs real clusters (kube-apiserver, etcd) and Envoy"
 RESERVED_MARKERS = frozenset(
     {
@@ -104,6 +111,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="run a failed scenario again, from fresh clusters, up to N more times; passing "
         "on a retry passes and is reported flaky (default: 0)",
+    )
+    parser.addoption(
+        POOL_OPTION,
+        action="store_true",
+        help="the scenarios of each process share their local API servers, reset in between "
+        "(harness/clusters/pool.py)",
     )
     parser.addoption(
         "--cluster-backend",
@@ -204,8 +217,24 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         shutil.rmtree(directory / PARTS, ignore_errors=True)
 
 
+def _pool(config: pytest.Config) -> cluster_pool.ClusterPool | None:
+    """This process's cluster pool under ``--cluster-pool`` (started on first use)."""
+    if not config.getoption(POOL_OPTION):
+        return None
+    if _POOL not in config.stash:
+        from harness.clusters.binaries import ensure_binaries
+
+        config.stash[_POOL] = cluster_pool.ClusterPool(ensure_binaries())
+    return config.stash[_POOL]
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Merge the items' report parts into one report (controller only)."""
+    """Stop this process's cluster pool; merge the items' report parts into one report
+    (controller only)."""
+    pool = session.config.stash.get(_POOL, None)
+    if pool is not None:
+        del session.config.stash[_POOL]
+        pool.close()
     directory = _report_dir(session.config)
     if directory is None or not _is_controller(session.config):
         return
@@ -267,9 +296,13 @@ class ScenarioItem(pytest.Item):
         run_id = self.config.stash.get(_RUN_ID, None) or new_run_id()
         builder = ReportBuilder(run_id)
         options = RunOptions(log_dir=directory / "logs" if directory else None)
-        report = asyncio.run(
-            run_with_retries(plan, builder, options, retries=_retries(self.config))
-        )
+        token = cluster_pool.CURRENT.set(_pool(self.config))
+        try:
+            report = asyncio.run(
+                run_with_retries(plan, builder, options, retries=_retries(self.config))
+            )
+        finally:
+            cluster_pool.CURRENT.reset(token)
         if directory is not None:
             write_text_atomic(
                 directory / PARTS / f"{self.scenario.name}.json", builder.build().to_json()

@@ -34,8 +34,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("e2e") is None:
             return float("inf")
         scenario = getattr(item, "scenario", None)
-        declared = scenario is not None and "timeout" in scenario.model_fields_set
-        timeout = float(scenario.timeout) if declared else None  # the default says nothing
+        timeout = None  # a scenario's default timeout says nothing about it
+        if scenario is not None and "timeout" in scenario.model_fields_set:
+            timeout = float(scenario.timeout)
         return ordering.estimate(recorded.get(item.nodeid), timeout)
 
     items[:] = ordering.longest_first(items, expected)

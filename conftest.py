@@ -26,8 +26,8 @@ def _recorded(config: pytest.Config) -> dict[str, float]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """e2e items longest first (:mod:`harness.runner.ordering`); the others keep their
-    order, before them."""
+    """e2e items longest first, those marked ``exclusive`` last
+    (:mod:`harness.runner.ordering`); the others keep their order, before them."""
     recorded = _recorded(config)
 
     def expected(item: pytest.Item) -> float:
@@ -39,7 +39,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             timeout = float(scenario.timeout)
         return ordering.estimate(recorded.get(item.nodeid), timeout)
 
-    items[:] = ordering.longest_first(items, expected)
+    items[:] = ordering.longest_first(
+        items, expected, last=lambda item: item.get_closest_marker("exclusive") is not None
+    )
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -65,9 +67,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         yield
         return
     directory = lock_dir(str(workerinput["testrunuid"]))
-    worker, workers = int(workerinput["workerid"].removeprefix("gw")), workerinput["workercount"]
+    worker = int(workerinput["workerid"].removeprefix("gw"))
     exclusive = item.get_closest_marker("exclusive") is not None
-    with turn(directory, worker, int(workers), exclusive=exclusive):
+    with turn(directory, worker, exclusive=exclusive):
         yield
 
 

@@ -7,6 +7,11 @@ longest start first). The durations of the last run are kept in pytest's cache
 (``.pytest_cache``); an item the cache does not know yet is estimated from its scenario's
 timeout, or as a typical e2e test. Every worker computes the same order from the same file,
 as xdist requires.
+
+Items that bound a latency (:mod:`harness.runner.exclusive`) go last, longest first among
+them: such an item waits until all but one of the other workers are free, which at the start
+of a run — beside the longest items — kept workers idle for minutes; at the end only short
+items are left to wait for.
 """
 
 from __future__ import annotations
@@ -32,9 +37,14 @@ def estimate(recorded: float | None, scenario_timeout: float | None) -> float:
     return TYPICAL_TEST_S
 
 
-def longest_first(items: Sequence[T], expected: Callable[[T], float]) -> list[T]:
-    """``items`` by expected duration, longest first; equal ones keep their order."""
-    return sorted(items, key=lambda item: -expected(item))
+def longest_first(
+    items: Sequence[T],
+    expected: Callable[[T], float],
+    last: Callable[[T], bool] = lambda _: False,
+) -> list[T]:
+    """``items`` by expected duration, longest first, those ``last`` says after the others;
+    equal ones keep their order."""
+    return sorted(items, key=lambda item: (last(item), -expected(item)))
 
 
 def merged(old: Mapping[str, float], new: Mapping[str, float]) -> dict[str, float]:

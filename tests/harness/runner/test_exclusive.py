@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness.runner.exclusive import measures_latency, turn
+from harness.runner.exclusive import may_start, measures_latency, turn
 from harness.scenario import loads_scenario
 
 HEAD = """
@@ -33,12 +33,12 @@ def test_a_latency_or_write_bound_makes_a_scenario_exclusive() -> None:
 
 def test_beside_an_exclusive_item_runs_at_most_one_other(tmp_path: Path) -> None:
     """Four workers: 0 and 1 run long items; 2 gets an exclusive one, which waits for one
-    of them; meanwhile worker 3 starts nothing (its slot is taken), worker 0 goes on."""
+    of them; meanwhile worker 3 starts nothing, worker 0 goes on."""
     log: list[str] = []
     started = {name: threading.Event() for name in ("w0", "w1")}
 
     def item(name: str, worker: int, exclusive: bool, hold: float) -> None:
-        with turn(tmp_path, worker, 4, exclusive=exclusive):
+        with turn(tmp_path, worker, exclusive=exclusive):
             log.append(f"{name} in")
             if name in started:
                 started[name].set()
@@ -63,3 +63,16 @@ def test_beside_an_exclusive_item_runs_at_most_one_other(tmp_path: Path) -> None
     assert log.index("ex in") > log.index("w1 out")  # waited for one of the two
     assert log.index("ex in") < log.index("w0 out")  # not for both
     assert log.index("w3 in") > log.index("ex out")  # its slot was held meanwhile
+
+
+def test_two_exclusive_items_may_run_together_and_nothing_else_beside() -> None:
+    assert may_start({0: True}, set(), 1, exclusive=True)
+    assert not may_start({0: True, 1: True}, set(), 2, exclusive=False)
+    assert not may_start({0: True, 1: False}, set(), 2, exclusive=True)
+    assert may_start({0: False, 1: False, 2: False}, set(), 3, exclusive=False)
+
+
+def test_a_waiting_exclusive_item_is_not_overtaken() -> None:
+    assert not may_start({0: False}, {2}, 1, exclusive=False)
+    assert may_start({0: False}, {2}, 2, exclusive=True)
+    assert not may_start({0: False, 1: False}, {2}, 2, exclusive=True)  # waits for one

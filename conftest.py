@@ -19,16 +19,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
 
 
-def _recorded(config: pytest.Config) -> dict[str, float]:
-    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
-    return dict(cache.get(ordering.CACHE_KEY, {})) if cache is not None else {}
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """e2e items longest first, those marked ``exclusive`` last
     (:mod:`harness.runner.ordering`); the others keep their order, before them."""
-    recorded = _recorded(config)
+    recorded = ordering.load(ordering.durations_file())
 
     def expected(item: pytest.Item) -> float:
         if item.get_closest_marker("e2e") is None:
@@ -51,11 +46,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    cache = getattr(config, "cache", None)
-    if cache is None or hasattr(config, "workerinput") or not _durations:
-        return
-    cache.set(ordering.CACHE_KEY, ordering.merged(_recorded(config), _durations))
+    if _durations and not hasattr(session.config, "workerinput"):
+        ordering.save(ordering.durations_file(), _durations)
 
 
 @pytest.hookimpl(hookwrapper=True)

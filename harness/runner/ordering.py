@@ -3,8 +3,9 @@
 xdist hands items to its workers in collection order, two at a time per worker. With 108
 e2e items of 4-82 s on four workers, the collected order ended with one worker running a
 long scenario alone (simulated from a run's durations: 384 s against 341 s when the
-longest start first). The durations of the last run are kept in pytest's cache
-(``.pytest_cache``); an item the cache does not know yet is estimated from its scenario's
+longest start first). The durations of the last runs are kept in the harness's cache
+(``~/.cache/watcher-harness/e2e-durations.json``, beside the built binaries; pytest's own
+cache is off in this project); an item the cache does not know yet is estimated from its scenario's
 timeout, or as a typical e2e test. Every worker computes the same order from the same file,
 as xdist requires.
 
@@ -16,10 +17,15 @@ items are left to wait for.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TypeVar
 
-CACHE_KEY = "watcher-harness/durations"
+from harness.clusters.go_build import cache_root
+from harness.report.writer import write_text_atomic
+
+FILE = "e2e-durations.json"
 TYPICAL_TEST_S = 10.0
 TIMEOUT_SHARE = 0.2
 """A scenario without a recorded duration takes about a fifth of its timeout (measured:
@@ -51,3 +57,23 @@ def merged(old: Mapping[str, float], new: Mapping[str, float]) -> dict[str, floa
     """The cache after a run: this run's durations over the last ones (items not run
     this time keep theirs, so a partial run does not forget the rest)."""
     return {**old, **{k: round(v, 1) for k, v in new.items()}}
+
+
+def durations_file() -> Path:
+    return cache_root() / FILE
+
+
+def load(path: Path) -> dict[str, float]:
+    """The recorded durations (none if the file is missing or unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)}
+
+
+def save(path: Path, new: Mapping[str, float]) -> None:
+    """Merge this run's durations into the file."""
+    write_text_atomic(path, json.dumps(merged(load(path), new), indent=0, sort_keys=True))

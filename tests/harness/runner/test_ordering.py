@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -38,3 +39,13 @@ def test_longest_first_is_a_sorted_permutation(durations: list[float]) -> None:
 def test_a_partial_run_keeps_what_it_did_not_run() -> None:
     old = {"x": 10.0, "y": 20.0}
     assert ordering.merged(old, {"y": 4.04, "z": 1.26}) == {"x": 10.0, "y": 4.0, "z": 1.3}
+
+
+def test_the_file_merges_runs_and_survives_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "durations.json"
+    assert ordering.load(path) == {}
+    ordering.save(path, {"a": 1.0})
+    ordering.save(path, {"b": 2.0})
+    assert ordering.load(path) == {"a": 1.0, "b": 2.0}
+    path.write_text("[not, json")
+    assert ordering.load(path) == {}

@@ -70,7 +70,6 @@ def test_a_broken_scenario_exits_2_with_one_located_line_and_starts_nothing(
 @pytest.mark.skipif(
     __import__("os").geteuid() != 0, reason="the webhook's network namespace needs root"
 )
-@pytest.mark.exclusive  # three-skrs bounds latencies
 def test_the_library_runs_against_another_webhook_and_says_what_it_skips(
     tmp_path: Path, cluster_binaries: Binaries
 ) -> None:
@@ -81,7 +80,7 @@ def test_the_library_runs_against_another_webhook_and_says_what_it_skips(
     command = f"env WATCHER_DELIVERY_MODE=sync {Path(sys.executable).parent / 'watcher-webhook'}"
     reports = tmp_path / "reports"
     result = subprocess.run(
-        [*CLI, "run", str(ROOT / "scenarios" / "three-skrs.yaml"),
+        [*CLI, "run", str(ROOT / "scenarios" / "wrong-san.yaml"),
          str(ROOT / "scenarios" / "kcp-outage.yaml"), "--keep-going",
          "--webhook-command", command, "--report-dir", str(reports)],
         cwd=ROOT, capture_output=True, text=True, timeout=360, check=False,
@@ -89,10 +88,10 @@ def test_the_library_runs_against_another_webhook_and_says_what_it_skips(
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((reports / "report.json").read_text())
     status = {s["name"]: s for s in report["scenarios"]}
-    assert status["three-skrs"]["status"] == "passed"
+    assert status["wrong-san"]["status"] == "passed"
     assert status["kcp-outage"]["status"] == "skipped"
     assert "needs our webhook's async-delivery" in status["kcp-outage"]["error"]
     webhook_logs = [
-        p for p in status["three-skrs"]["processes"] if p["name"].startswith("watcher-webhook")
+        p for p in status["wrong-san"]["processes"] if p["name"].startswith("watcher-webhook")
     ]
     assert webhook_logs and all("harness.skr.isolate" in p["argv"] for p in webhook_logs)

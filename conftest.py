@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from harness.clusters.pool import CURRENT
 from harness.runner import ordering
 from harness.runner.exclusive import MARKER, lock_dir, turn
 
@@ -63,6 +64,20 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     exclusive = item.get_closest_marker("exclusive") is not None
     with turn(directory, worker, exclusive=exclusive):
         yield
+
+
+@pytest.fixture(autouse=True)
+def cluster_pool(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under ``--cluster-pool`` an e2e test's environments take their local clusters from
+    this worker's pool, as scenarios do (:mod:`harness.clusters.pool`)."""
+    pool = None
+    if request.node.get_closest_marker("e2e") is not None:
+        from harness.runner.pytest_plugin import session_pool
+
+        pool = session_pool(request.config)
+    token = CURRENT.set(pool)
+    yield
+    CURRENT.reset(token)
 
 
 @pytest.fixture

@@ -217,9 +217,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         shutil.rmtree(directory / PARTS, ignore_errors=True)
 
 
-def _pool(config: pytest.Config) -> cluster_pool.ClusterPool | None:
-    """This process's cluster pool under ``--cluster-pool`` (started on first use)."""
-    if not config.getoption(POOL_OPTION):
+def session_pool(config: pytest.Config) -> cluster_pool.ClusterPool | None:
+    """This process's cluster pool under ``--cluster-pool`` (started on first use); e2e
+    tests that bring up environments use it too (the root ``conftest.py``)."""
+    if not config.getoption(POOL_OPTION, default=False):
         return None
     if _POOL not in config.stash:
         from harness.clusters.binaries import ensure_binaries
@@ -296,7 +297,7 @@ class ScenarioItem(pytest.Item):
         run_id = self.config.stash.get(_RUN_ID, None) or new_run_id()
         builder = ReportBuilder(run_id)
         options = RunOptions(log_dir=directory / "logs" if directory else None)
-        token = cluster_pool.CURRENT.set(_pool(self.config))
+        token = cluster_pool.CURRENT.set(session_pool(self.config))
         try:
             report = asyncio.run(
                 run_with_retries(plan, builder, options, retries=_retries(self.config))

@@ -72,8 +72,10 @@ def test_admission_cdf_plot_is_a_png() -> None:
 def test_harness_cost_targets_ready_and_e2e() -> None:
     from harness.bench.cost import _targets as cost_targets
 
-    ready, e2e = cost_targets(4.3, 7.2, 774.0)
-    assert not ready.met and "4.3 s" in ready.measured and "justCreated" in ready.note
+    slow = {"ready_s": 4.3, "environment": {"ready_s": 7.2}}
+    ready, e2e = cost_targets(slow, 2.9, 774.0)
+    assert not ready.met and "4.3 s" in ready.measured and "2.9 s" in ready.measured
+    assert "pool" in ready.note
     assert not e2e.met and e2e.measured == "12.9 min"
-    (fast,) = cost_targets(2.4, 6.0, None)
+    (fast,) = cost_targets({"ready_s": 0.2, "environment": {"ready_s": 1.2}}, 2.9, None)
     assert fast.met

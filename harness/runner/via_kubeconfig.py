@@ -34,15 +34,16 @@ from harness.clusters.binaries import ensure_binaries
 from harness.clusters.contexts import merged_kubeconfig, select_context
 from harness.clusters.ownership import ALL_KINDS, Inventory, inventory
 from harness.clusters.plane import Environment, LocalBackend
-from harness.scenario import KCP, load_scenarios
+from harness.scenario import KCP
+from harness.scenario.collection import collect_scenarios
 from harness.scenario.loader import scenario_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def cluster_names(paths: Sequence[str]) -> list[str]:
-    """The KCP and every SKR name used by the scenarios under ``paths``, sorted."""
-    skrs = {skr.name for s in load_scenarios(paths) for skr in s.clusters.skrs}
+    """The KCP and every SKR name used by the valid scenarios under ``paths``, sorted."""
+    skrs = {skr.name for _, s in collect_scenarios(paths).scenarios for skr in s.clusters.skrs}
     return [KCP, *sorted(skrs)]
 
 

@@ -61,22 +61,6 @@ def _read(path: Path) -> str:
         ) from None
 
 
-def load_scenarios(paths: Iterable[str | Path]) -> list[Scenario]:
-    """Every scenario in ``paths`` (files or directories); one :class:`InvalidScenario`
-    lists the problems of all files, and scenario names used by more than one file."""
-    scenarios: list[Scenario] = []
-    errors: list[ScenarioError] = []
-    for file in scenario_files(paths):
-        try:
-            scenarios.extend(load_scenario_instances(file))
-        except InvalidScenario as exc:
-            errors.extend(exc.errors)
-    errors.extend(duplicate_names(scenarios))
-    if errors:
-        raise InvalidScenario(errors)
-    return scenarios
-
-
 def duplicate_names(scenarios: Sequence[Scenario]) -> list[ScenarioError]:
     """Scenario names must be unique across files: reports and test ids use them."""
     first: dict[str, str] = {}

@@ -18,9 +18,9 @@ from harness.scenario import (
     WatcherDef,
     instance_names,
     load_scenario,
-    load_scenarios,
     loads_scenario,
 )
+from harness.scenario.collection import collect_scenarios
 from harness.skr.certs import CertificateOverride
 from watcher.domain import RUNTIME_ID_LABEL, WATCHED_BY_LABEL
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher
@@ -47,8 +47,9 @@ def test_example_loads(name: str) -> None:
 
 
 def test_directory_loads_every_example() -> None:
-    names = {s.name for s in load_scenarios([ROOT / "scenarios"])}
-    assert set(EXAMPLES) <= names
+    collected = collect_scenarios([ROOT / "scenarios"])
+    assert collected.ok, collected.problems
+    assert set(EXAMPLES) <= {s.name for _, s in collected.scenarios}
 
 
 def test_defaults() -> None:

@@ -1,7 +1,8 @@
 """The start-up steps :func:`~harness.environment.compose.watcher_environment` composes:
-the CRDs each cluster serves and the wait until their objects can be created, the
-certificates KLM issues, the Watchers applied and wired, the Kymas provisioned, the
-watcher-health manager."""
+the CRDs each cluster serves and the wait until their objects can be created, KLM's CA
+and the certificates it issues, Istio's controllers, KLM's flags and the setups of its
+SKR webhook and watcher health, the listeners, the Watchers applied and wired, the Kymas
+provisioned."""
 
 from __future__ import annotations
 
@@ -12,38 +13,42 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.aio import spawn, stop_tasks
+from harness.clusters.plane import Environment as Clusters
 from harness.environment.core import WatcherEnvironment
-from harness.environment.hosting import (
-    in_cluster,
-)
+from harness.environment.hosting import extra_san, in_cluster, skr_installation
 from harness.environment.provisioning import provision, wait_kymas_ready
-from harness.environment.spec import EnvironmentSpec
+from harness.environment.reconcile_log import capture_reconciles
+from harness.environment.rotation import issue_gateway_certificate
+from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
+from harness.errors import HarnessError
+from harness.kcp.gateway.credential import GatewayCredentialSync, setup_credential_sync
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.mesh import GatewayMesh
-from harness.kcp.gateway.routes import ServiceRegistry
+from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync, setup_route_sync
+from harness.kcp.klm_log import ReconcileHistory
+from harness.kcp.lifecycle_manager.certificates.client import KymaCertificates
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager
+from harness.kcp.lifecycle_manager.kyma.reconcile import SKR_CRDS
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
-from harness.kcp.lifecycle_manager.skr_webhook import SkrWebhook
-from harness.kcp.lifecycle_manager.watcher_controller import valid_watcher
+from harness.kcp.lifecycle_manager.queue.reconciler import logger as reconciler_logger
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
+from harness.kcp.lifecycle_manager.skr_webhook import SkrWebhook, SkrWebhookManager
+from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.lifecycle_manager.watcher_health import SERVICE as HEALTH_SERVICE
-from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
-from harness.kube import (
-    GATEWAYS,
-    WATCHERS,
-    create_or_replace,
-    ensure_namespace,
-)
-from harness.kube.crds import wait_creatable
+from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth, setup_watcher_health
+from harness.kube import GATEWAYS, WATCHERS, create_or_replace, ensure_namespace
+from harness.kube.crds import apply_crds, wait_creatable
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from harness.skr.fleet import SkrFleet
 from watcher import pki
-from watcher.domain import (
-    KCP_NAMESPACE,
-)
+from watcher.domain import KCP_NAMESPACE
 from watcher.health.heartbeat import MANAGER as HEALTH_MANAGER
 from watcher.health.metrics import HealthMetrics
 from watcher.listener import ListenerConfig, san_pinning
@@ -163,14 +168,143 @@ async def apply_watchers(env: WatcherEnvironment) -> None:
     await env.wait_wired(within=30)
 
 
-async def start_health(
+async def start_preparing(
+    stack: AsyncExitStack, kcp_api: ApiClient, skr_apis: Mapping[str, ApiClient]
+) -> asyncio.Task[None]:
+    """The CRDs applied in every cluster, and the task that waits until their objects can
+    be created (:func:`prepare_api_servers`; awaited before the Watchers go in).
+
+    The SKRs get the Kyma and catalog CRDs now, as KLM's first contact would:
+    kube-apiserver holds creates of a new CRD's objects for 2 s, which pass while the rest
+    starts instead of in each SKR's first reconcile (one after another)."""
+    applied = await asyncio.gather(
+        apply_crds(kcp_api, KCP_CRDS), *(apply_crds(api, SKR_CRDS) for api in skr_apis.values())
+    )
+    crds = dict(zip([kcp_api, *skr_apis.values()], applied, strict=True))
+    prepared = spawn(prepare_api_servers(kcp_api, crds), "prepare-api-servers")
+    stack.push_async_callback(stop_tasks, [prepared])
+    return prepared
+
+
+def gateway_secret(
+    kcp_api: ApiClient, spec: EnvironmentSpec, host_address: str
+) -> GatewaySecretManager:
+    """KLM's CA and gateway Secret; the gateway's serving certificate adds this host."""
+    san = extra_san(host_address)
+    return GatewaySecretManager(
+        kcp_api,
+        server_certificate=lambda ca: issue_gateway_certificate(ca, san),
+        timings=spec.certificates,
+    )
+
+
+def istio_control_plane(
+    kcp_api: ApiClient, gateway: EnvoyGateway, served: Mapping[str, bytes]
+) -> tuple[ControllerRuntime, GatewayCredentialSync, VirtualServiceSync, ServiceRegistry]:
+    """Istio's side of the gateway on a controller runtime of its own: the credential
+    follows the gateway Secret (``served`` is what the gateway started with), the routes
+    follow the VirtualServices and the service registry (cluster DNS)."""
+    istio = ControllerRuntime(kcp_api)
+    credential = setup_credential_sync(istio, gateway, applied=served)
+    registry = ServiceRegistry()
+    return istio, credential, setup_route_sync(istio, gateway, registry), registry
+
+
+def kyma_certificates(
     spec: EnvironmentSpec,
+    kcp_api: ApiClient,
+    cas: GatewaySecretManager,
+    host_address: str,
+    metrics: KlmMetrics,
+) -> tuple[KymaCertificates, dict[str, CertificateOverride]]:
+    """KLM's certificate manager per Kyma, and the spec's broken-certificate overrides
+    (shared with the rotation faults)."""
+    overrides = {s.kyma_name: s.certificate for s in spec.skrs if not s.certificate.is_default}
+    certificates = KymaCertificates(
+        kcp_api,
+        cas,
+        issue=certificate_issuer(spec, host_address, overrides),
+        pinned=list(overrides),
+        metrics=metrics,
+    )
+    return certificates, overrides
+
+
+async def skr_fleet(
+    spec: EnvironmentSpec,
+    clusters: Clusters,
+    cas: GatewaySecretManager,
+    certificates: KymaCertificates,
+    gateway_port: int,
+    host_address: str,
+) -> SkrFleet:
+    """The SKR fleet, built (started later, after KLM's listener): KLM issues each
+    runtime's certificate (KCP Secret ``<kyma>-webhook-tls``) before the webhook starts
+    with it, as provisioning precedes the first reconcile."""
+    issued = await asyncio.gather(
+        *(certificates.ensure(s.kyma_name, s.runtime_id, s.skr_domain) for s in spec.skrs)
+    )
+    return SkrFleet(
+        skr_installation(
+            spec,
+            s,
+            clusters[s.name],
+            ca=cas.issuing_ca,
+            leaf=cert.issued,
+            ca_bundle_pem=cert.ca_bundle_pem,
+            gateway_port=gateway_port,
+            host_address=host_address,
+        )
+        for s, cert in zip(spec.skrs, issued, strict=True)
+    )
+
+
+def klm_options(
+    spec: EnvironmentSpec,
+    metrics: KlmMetrics,
+    mesh: GatewayMesh | None,
+    history: ReconcileHistory,
     stack: AsyncExitStack,
+) -> dict[str, Any]:
+    """KLM's flags from the spec: workers, intervals, its listener (behind the mesh), SAN
+    pinning, and its reconcile lines read into ``history`` (as a KLM process's log)."""
+    reconcile_log, release = capture_reconciles(history, reconciler_logger.name)
+    stack.callback(release)
+    return {
+        "metrics": metrics,
+        "workers": spec.klm_workers,
+        "listener_config": (
+            mesh.listener_config(KLM_COMPONENT, KLM_SERVICE[:2])
+            if mesh is not None
+            else ListenerConfig(component=KLM_COMPONENT, identity="xfcc")
+        ),
+        "pin_san": spec.pin_san,
+        "intervals": spec.intervals,
+        "reconcile_log": reconcile_log,
+    }
+
+
+def setup_skr_webhooks(
+    spec: EnvironmentSpec,
+    certificates: KymaCertificates,
+    gateway: EnvoyGateway,
+    controller: WatcherController,
+    fleet: SkrFleet,
+) -> SkrWebhookManager:
+    """The Kyma reconcile's watcher step: each SKR's webhook wired for the Watchers the
+    gateway routes already."""
+    return SkrWebhookManager(
+        certificates,
+        watchers=lambda: routed_watchers(gateway, controller.watchers()),
+        target=skr_webhook_target(spec, fleet),
+    )
+
+
+def setup_health(
+    spec: EnvironmentSpec,
     klm: LifecycleManager,
     skr_clients: SkrClients,
-    registry: ServiceRegistry,
     mesh: GatewayMesh | None,
-    metrics: KlmMetrics,
 ) -> WatcherHealth | None:
     """With ``spec.health``: KLM's watcher health — its listener behind the gateway as
     ``watcher-health-events.kcp-system:8083`` (SAN pinning as KLM's own listener), its
@@ -187,14 +321,40 @@ async def start_health(
     if spec.pin_san:
         hooks = (*config.verify_hooks, san_pinning(klm.cache.lookup))
         config = dataclasses.replace(config, verify_hooks=hooks)
-    health = await stack.enter_async_context(
-        WatcherHealth(
-            skr_clients,
-            klm.reconciler,
-            policy=spec.health,
-            listener_config=config,
-            metrics=HealthMetrics(metrics.registry),
-        )
+    return setup_watcher_health(
+        klm,
+        skr_clients,
+        klm.reconciler,
+        policy=spec.health,
+        listener_config=config,
+        metrics=HealthMetrics(klm.metrics.registry),
     )
-    registry.register(*HEALTH_SERVICE, ("127.0.0.1", health.host.port))
-    return health
+
+
+async def start_listeners(env: WatcherEnvironment) -> None:
+    """KLM's and the health listener in the environment's table and event log, then the
+    spec's extra listeners."""
+    host = env.klm.host
+    if host is None:
+        raise HarnessError("the KLM stand-in started without its listener")
+    env.registry.register(*KLM_SERVICE, ("127.0.0.1", host.port))
+    env.listeners[KLM_COMPONENT] = host
+    if env.health is not None:
+        env.registry.register(*HEALTH_SERVICE, ("127.0.0.1", env.health.host.port))
+        env.listeners[HEALTH_MANAGER] = env.health.host
+    env.klm.observers.append(env.log.recorder(KLM_COMPONENT))
+    for listener in env.spec.listeners:
+        await env.add_listener(listener.component, listener.service, listener.implementation)
+
+
+async def roll_out(env: WatcherEnvironment) -> None:
+    """The Kymas and the spec's Watchers, in the order ``spec.watcher_rollout`` says:
+    ``reconcile`` — Watchers first, the Kymas' first reconciles wire them; ``immediate`` —
+    Kymas first, the Watchers wired into every SKR at once when they change."""
+    if env.spec.watcher_rollout == "reconcile":
+        await apply_watchers(env)
+        await provision_kymas(env)
+        await env.wait_wired(within=30)
+    else:
+        await provision_kymas(env)
+        await apply_watchers(env)

@@ -24,9 +24,9 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service
-from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
-from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer, Runnable
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import (
     GATEWAYS,
     VIRTUAL_SERVICES,
@@ -40,7 +40,6 @@ from harness.kube import (
     merge_patch,
     object_key,
 )
-from harness.kube.watch import watch_objects
 from watcher.errors import InvalidWatcher
 from watcher.render.virtualservice import render_virtual_service
 from watcher.render.watcher_cr import Watcher, parse_watcher
@@ -101,31 +100,25 @@ def valid_watcher(obj: Mapping[str, Any]) -> Watcher | None:
         return None
 
 
-class WatcherController(Service):
-    """``async with WatcherController(api) as ctl:`` — returns once Gateways and Watchers
-    are listed (their first reconciles are then queued)."""
+class WatcherController:
+    """The Watcher controller: :meth:`reconcile` plus :func:`setup_watcher_controller`."""
 
     def __init__(
         self,
         api: ApiClient,
+        watchers: Informer,
+        gateways: Informer,
         *,
-        namespace: str | None = None,
         field_manager: str = FIELD_MANAGER,
-        retry_after: float = 1.0,
         sync_timeout: float = 30.0,
     ) -> None:
         self._api = api
-        self.namespace = namespace
+        self._watchers = watchers.objects
+        self._gateways = gateways.objects
         self._field_manager = field_manager
-        self._retry_after = retry_after
         self._sync_timeout = sync_timeout
         self.on_change: list[WatchersChanged] = []
-        self._watchers: dict[str, Obj] = {}
-        self._gateways: dict[str, Obj] = {}
         self._valid: dict[str, Watcher] = {}
-        self._runner: QueueRunner[str] = QueueRunner(self._handle, name="watcher-controller")
-        self._gateways_synced = asyncio.Event()
-        self._watchers_synced = asyncio.Event()
         self._notify = asyncio.Event()
         self._published: frozenset[str] = frozenset()
         self._published_changed = asyncio.Condition()
@@ -137,37 +130,13 @@ class WatcherController(Service):
         """The current valid Watchers, sorted by namespace/name (list order)."""
         return [self._valid[k] for k in sorted(self._valid)]
 
-    # watch feeds -----------------------------------------------------------------------
-
-    async def _watch_gateways(self) -> None:
-        async for kind, obj in watch_objects(self._api, GATEWAYS):
-            if kind == "SYNCED":
-                self._gateways_synced.set()
-                continue
-            if kind == "DELETED":
-                self._gateways.pop(object_key(obj), None)
-            else:
-                self._gateways[object_key(obj)] = obj
-            for key in self._watchers:
-                self._runner.add(key, Trigger.WATCH_EVENT)
-
-    async def _watch_watchers(self) -> None:
-        async for kind, obj in watch_objects(self._api, WATCHERS, namespace=self.namespace):
-            if kind == "SYNCED":
-                self._watchers_synced.set()
-                self._notify.set()  # the installer gets the initial list too
-                continue
-            key = object_key(obj)
-            if kind == "DELETED":
-                self._watchers.pop(key, None)
-            else:
-                self._watchers[key] = obj
-                self._runner.add(key, Trigger.WATCH_EVENT)
-            self._update_valid(key)
-
-    def _update_valid(self, key: str) -> None:
-        obj = self._watchers.get(key)
-        watcher = valid_watcher(obj) if obj is not None else None
+    def watcher_changed(self, kind: str, obj: Obj) -> None:
+        """A Watcher event: the valid set (and after the first list the notifier) follows."""
+        if kind == "SYNCED":
+            self._notify.set()  # the installer gets the initial list too
+            return
+        key = object_key(obj)
+        watcher = valid_watcher(obj) if kind != "DELETED" else None
         if watcher == self._valid.get(key):
             return
         if watcher is None:
@@ -176,7 +145,7 @@ class WatcherController(Service):
             self._valid[key] = watcher
         self._notify.set()
 
-    async def _notifier(self) -> None:
+    async def notifier(self) -> None:
         while True:
             await self._notify.wait()
             self._notify.clear()
@@ -211,15 +180,17 @@ class WatcherController(Service):
 
     # reconcile -------------------------------------------------------------------------
 
-    async def _handle(self, item: WorkItem[str]) -> None:
+    async def __call__(self, key: str) -> Outcome:
+        """Reconcile ``key``; a conflict waits for the next event, other API errors retry."""
         try:
-            await self.reconcile(item.key)
+            await self.reconcile(key)
         except Conflict as exc:
-            logger.debug("%s changed meanwhile, the next event reconciles it: %s", item.key, exc)
+            logger.debug("%s changed meanwhile, the next event reconciles it: %s", key, exc)
         except KubeError as exc:
             self.errors += 1
-            logger.warning("reconcile of Watcher %s failed, retrying: %s", item.key, exc)
-            self._runner.add_after(item.key, Trigger.REQUEUE_TIMER, self._retry_after)
+            logger.warning("reconcile of Watcher %s failed, retrying: %s", key, exc)
+            return Outcome.ERROR
+        return Outcome.SUCCESS
 
     async def reconcile(self, key: str) -> None:
         """Bring the VirtualService and status of Watcher ``key`` ("ns/name") in line."""
@@ -305,22 +276,24 @@ class WatcherController(Service):
         if any(o.get("uid") == meta.get("uid") for o in owners):
             await delete(self._api, VIRTUAL_SERVICES, meta["name"], meta["namespace"])
 
-    # lifecycle -------------------------------------------------------------------------
 
-    async def _wait(self, event: asyncio.Event, what: str) -> None:
-        try:
-            async with asyncio.timeout(self._sync_timeout):
-                await event.wait()
-        except TimeoutError:
-            raise KubeError(
-                f"{what} not listed within {self._sync_timeout:g} s; are the Watcher and "
-                "Istio CRDs applied (fixtures/crds)? see harness.kube warnings"
-            ) from None
+def setup_watcher_controller(runtime: ControllerRuntime, **options: Any) -> WatcherController:
+    """Watchers (all namespaces) → their own key; any Gateway change → every Watcher;
+    errors retried after 1 s, nothing else requeued; the notifier runs beside."""
+    watchers = runtime.informer(WATCHERS)
+    ctl = WatcherController(runtime.api, watchers, runtime.informer(GATEWAYS), **options)
+    queue = runtime.controller("watcher", ctl, intervals=WATCH_DRIVEN, log=None)
 
-    async def start(self) -> None:
-        await self.stack.enter_async_context(self._runner)
-        self.spawn(self._watch_gateways(), "watcher-controller-gateways")
-        await self._wait(self._gateways_synced, "Gateways")
-        self.spawn(self._watch_watchers(), "watcher-controller-watchers")
-        self.spawn(self._notifier(), "watcher-controller-notifier")
-        await self._wait(self._watchers_synced, "Watchers")
+    def watcher_event(kind: str, obj: Obj) -> None:
+        if kind in ("ADDED", "MODIFIED"):
+            queue.enqueue(object_key(obj), Trigger.WATCH_EVENT)
+        ctl.watcher_changed(kind, obj)
+
+    def gateway_event(kind: str, obj: Obj) -> None:
+        for key in watchers.objects if kind != "SYNCED" else ():
+            queue.enqueue(key, Trigger.WATCH_EVENT)
+
+    runtime.watch(WATCHERS, watcher_event)
+    runtime.watch(GATEWAYS, gateway_event)
+    runtime.add(Runnable(ctl.notifier, "watcher-controller-notifier"))
+    return ctl

@@ -17,7 +17,7 @@ line each (style.md "lifecycle-manager"):
   ``--kyma-skr-listener-bind-address`` (XFCC from Istio's sidecar, SAN pinning);
 - Watcher: :func:`~.watcher_controller.setup_watcher_controller` (VirtualServices);
 - Manifest: :func:`~.manifest_controller.setup_manifest_controller`;
-- gateway Secret: :class:`~.certificates.gateway_from_ca.GatewaySecretFromCa`.
+- gateway Secret: :func:`~.certificates.gateway_from_ca.setup_gateway_secret_from_ca`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ from harness.durations import parse_duration
 from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
     CertManagerCertificates,
 )
-from harness.kcp.lifecycle_manager.certificates.gateway_from_ca import GatewaySecretFromCa
+from harness.kcp.lifecycle_manager.certificates.gateway_from_ca import (
+    setup_gateway_secret_from_ca,
+)
 from harness.kcp.lifecycle_manager.kyma.reconcile import KymaReconcile
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import COMPONENT, LifecycleManager
@@ -174,7 +176,6 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
         api = await new_client_from_config(config_file=args.kubeconfig, persist_config=False)
         stack.push_async_callback(api.close)
         metrics = KlmMetrics()
-        await stack.enter_async_context(GatewaySecretFromCa(api))
         skrs = SkrClients(api)
         stack.push_async_callback(skrs.aclose)
         klm = LifecycleManager(
@@ -188,6 +189,7 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
             intervals=intervals,
             event_settle=args.watch_event_settle,
         )
+        setup_gateway_secret_from_ca(klm)
         watchers = setup_watcher_controller(klm)
         deployment = SkrDeployment(
             CertManagerCertificates(api, metrics=metrics),

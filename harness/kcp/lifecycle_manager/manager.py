@@ -12,12 +12,11 @@ drop the event (logged and counted). The work queue collapses duplicates.
 
 Shape (style.md, "lifecycle-manager"): :class:`LifecycleManager` is KLM's controller
 runtime (:class:`~.queue.runtime.ControllerRuntime`) with the Kyma controller set up on it
-(:meth:`LifecycleManager.setup`, KLM's ``SetupWithManager``): ``KymaCache`` (list+watch of
-KCP Kymas, ``lookup`` for SAN pinning) and ``ListenerHost`` (the owned listener,
-restartable on the same port; other managers can attach an ``EventConsumer`` of their own)
-feed its ``Reconciler`` (queue, requeue intervals, record of every reconcile); the other
-controllers are set up on the same runtime. ``observers`` see every event the manager
-handles (the harness's event log).
+(:meth:`LifecycleManager.setup`, KLM's ``SetupWithManager``): ``KymaCache`` (an index over
+the shared Kyma informer, ``lookup`` for SAN pinning) and ``ListenerHost`` (the owned
+listener, restartable on the same port) feed its ``Reconciler`` (queue, requeue intervals,
+record of every reconcile); the other controllers are set up on the same runtime.
+``observers`` see every event the manager handles (the harness's event log).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from collections.abc import Callable
 from kubernetes_asyncio.client import ApiClient
 
 from harness.errors import HarnessError
-from harness.kcp.lifecycle_manager.events import EventConsumer, ListenerHost
+from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.lifecycle_manager.queue.reconciler import (
@@ -55,7 +54,6 @@ COMPONENT = "lifecycle-manager"
 __all__ = [
     "COMPONENT",
     "RUNTIME_ID_LABEL",
-    "EventConsumer",
     "KymaCache",
     "KymaInfo",
     "LifecycleManager",
@@ -93,19 +91,17 @@ class LifecycleManager(ControllerRuntime):
     its controller runtime with the Kyma controller set up (:meth:`setup`); the other
     controllers are set up on it before it starts (:mod:`harness.environment.compose`).
 
-    Pass a running ``listener`` you own, or a ``listener_config`` (its component should be
-    ``lifecycle-manager``) and the manager creates, starts and stops the listener itself
-    (through a :class:`ListenerHost`, so :meth:`stop_listener`/:meth:`start_listener` can
-    take it away and bring it back on the same port), adding SAN pinning against its Kyma
-    cache when ``pin_san`` is set. With neither, it only reconciles (startup and requeue
-    timers); call ``handle_event`` to inject events.
+    With a ``listener_config`` (its component should be ``lifecycle-manager``) the manager
+    creates, starts and stops the listener itself (through a :class:`ListenerHost`, so
+    :meth:`stop_listener`/:meth:`start_listener` can take it away and bring it back on the
+    same port), adding SAN pinning against its Kyma cache when ``pin_san`` is set. Without,
+    it only reconciles (startup and requeue timers); call ``handle_event`` to inject events.
     """
 
     def __init__(
         self,
         api: ApiClient,
         *,
-        listener: Listener | None = None,
         listener_config: ListenerConfig | None = None,
         pin_san: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
@@ -121,8 +117,6 @@ class LifecycleManager(ControllerRuntime):
         before the start); ``event_settle``: seconds a Kyma queued by an SKR event waits
         before its reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`;
         ``reconcile_log``: where the reconciler logs each reconcile (default its module's)."""
-        if listener is not None and listener_config is not None:
-            raise ValueError("pass either a listener or a listener_config, not both")
         if pin_san and listener_config is None:
             raise ValueError("pin_san needs listener_config (the manager adds the hook)")
         super().__init__(api, clock=clock)
@@ -131,7 +125,7 @@ class LifecycleManager(ControllerRuntime):
         self.metrics = metrics or KlmMetrics()
         """KLM's own metrics (scenario target ``klm``)."""
         self.reconcile = reconcile or mark_ready(api)
-        self.cache = KymaCache(api, namespace=namespace)
+        self.cache = KymaCache(namespace)
         self.host: ListenerHost | None = None
         if listener_config is not None:
             hooks = listener_config.verify_hooks
@@ -139,7 +133,6 @@ class LifecycleManager(ControllerRuntime):
                 hooks = (*hooks, san_pinning(self.cache.lookup))
             config = dataclasses.replace(listener_config, verify_hooks=hooks)
             self.host = ListenerHost(config, self.handle_event)
-        self._external_listener = listener
         self.event_counters: collections.Counter[str] = collections.Counter()
         self.observers: list[Callable[[ListenerEvent], None]] = []
         """Called with every event :meth:`handle_event` takes, before it is resolved."""
@@ -153,20 +146,16 @@ class LifecycleManager(ControllerRuntime):
             "kyma", self._reconcile_unless_skipped, intervals=intervals, workers=workers, log=log
         )
         self.cache.on_change = self._kyma_changed
-        self.source(self.cache)
-        self.synced.append(self._startup)
+        self.watch(KYMAS, self.cache.apply, self.namespace)
+        self.on_synced.append(self._startup)
         if self.host is not None:
             self.add(self.host)
-        elif self._external_listener is not None:
-            self.add(EventConsumer(self._external_listener, self.handle_event, name="klm-events"))
         return reconciler
 
     @property
     def listener(self) -> Listener | None:
         """The listener receiving events right now (None while an owned one is stopped)."""
-        if self.host is not None:
-            return self.host.listener if self.host.running else None
-        return self._external_listener
+        return self.host.listener if self.host is not None and self.host.running else None
 
     def _owned_host(self) -> ListenerHost:
         if self.host is None:

@@ -112,10 +112,9 @@ class ControllerRuntime(Service):
         self.api = api
         self._clock = clock
         self._informers: dict[tuple[Resource, str | None], Informer] = {}
-        self._sources: list[AbstractAsyncContextManager[Any]] = []
         self.controllers: dict[str, Reconciler] = {}
         self._runnables: list[AbstractAsyncContextManager[Any]] = []
-        self.synced: list[Callable[[], None]] = []
+        self.on_synced: list[Callable[[], None]] = []
         """Called once the caches have synced and the controllers run (before the
         runnables): a controller's startup, e.g. every Kyma queued."""
 
@@ -124,7 +123,6 @@ class ControllerRuntime(Service):
         key = (resource, namespace)
         if key not in self._informers:
             self._informers[key] = Informer(self.api, resource, namespace)
-            self._sources.append(self._informers[key])
         return self._informers[key]
 
     def watch(self, resource: Resource, handler: Handler, namespace: str | None = None) -> Informer:
@@ -132,10 +130,6 @@ class ControllerRuntime(Service):
         informer = self.informer(resource, namespace)
         informer.handlers.append(handler)
         return informer
-
-    def source(self, source: AbstractAsyncContextManager[Any]) -> None:
-        """A cache of one's own (started and synced with the informers)."""
-        self._sources.append(source)
 
     def controller(
         self,
@@ -159,11 +153,11 @@ class ControllerRuntime(Service):
         self._runnables.append(runnable)
 
     async def start(self) -> None:
-        for source in self._sources:
-            await self.stack.enter_async_context(source)
+        for informer in self._informers.values():
+            await self.stack.enter_async_context(informer)
         for controller in self.controllers.values():
             await self.stack.enter_async_context(controller)
-        for call in self.synced:
+        for call in self.on_synced:
             call()
         for runnable in self._runnables:
             await self.stack.enter_async_context(runnable)

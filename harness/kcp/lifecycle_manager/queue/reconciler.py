@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 import uuid
@@ -23,8 +24,7 @@ from enum import StrEnum
 from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR
-from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
-from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem, WorkQueue
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.reconciler")
 
@@ -111,9 +111,12 @@ class Reconciler(Service):
         hands its own logger; None: none, as for every controller but Kyma's)."""
         self.intervals = intervals
         self._wall = wall_clock
-        self._runner: QueueRunner[str] = QueueRunner(
-            self._handle, workers=workers, name=f"{name}-reconciler", clock=clock
-        )
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self._workers = workers
+        self._clock = clock
+        self._queue: WorkQueue[str] = WorkQueue()
+        self._wake = asyncio.Event()
         self._records: list[Reconcile] = []
         self._failures: collections.Counter[str] = collections.Counter()
         """Consecutive errors per key (the backoff's exponent); cleared by any other outcome."""
@@ -122,33 +125,43 @@ class Reconciler(Service):
         self.observers: list[Callable[[Reconcile], None]] = []
         """Told every reconcile as it is recorded (e.g. ``watcher-harness up``'s live view)."""
 
+    def now(self) -> float:
+        """The queue's clock (the event loop's ``time()`` unless one was injected)."""
+        return self._clock() if self._clock else asyncio.get_running_loop().time()
+
     def enqueue(self, kyma: str, trigger: Trigger) -> None:
-        self._runner.add(kyma, trigger)
+        """Make ``kyma`` ready now (collapses with a pending entry)."""
+        self._queue.add(kyma, trigger, self.now())
+        self._wake.set()
         self.counters[f"enqueued:{trigger.value}"] += 1
 
     def enqueue_after(self, kyma: str, trigger: Trigger, delay: float) -> None:
         """``enqueue`` in ``delay`` seconds (an earlier pending time for the key wins)."""
-        self._runner.add_after(kyma, trigger, delay)
+        self._add_after(kyma, trigger, delay)
         self.counters[f"enqueued:{trigger.value}"] += 1
+
+    def _add_after(self, kyma: str, trigger: Trigger, delay: float) -> None:
+        self._queue.add_after(kyma, trigger, self.now() + max(0.0, delay))
+        self._wake.set()
 
     def requeue_after(self, kyma: str, delay: float) -> None:
         """Move ``kyma``'s next requeue-timer reconcile to ``delay`` seconds from now if that
         is earlier than the one pending. KLM spreads requeues so over [0, success interval)
         after a ModuleReleaseMeta change, so that not every Kyma is reconciled at once."""
-        self._runner.add_after(kyma, Trigger.REQUEUE_TIMER, delay)
+        self._add_after(kyma, Trigger.REQUEUE_TIMER, delay)
 
     @property
     def depth(self) -> int:
         """Keys ready and waiting for a worker (not those being reconciled, nor delayed)."""
-        return len(self._runner)
+        return len(self._queue)
 
     @property
     def in_progress(self) -> int:
         """Keys being reconciled right now (at most the number of workers)."""
-        return len(self._runner.processing)
+        return len(self._queue.processing)
 
     async def _handle(self, item: WorkItem[str]) -> None:
-        started_loop = self._runner.now()
+        started_loop = self.now()
         at = self._wall()
         latency = max(0.0, started_loop - item.queued_at)
         namespace, _, name = item.key.partition("/")
@@ -174,7 +187,7 @@ class Reconciler(Service):
                 queued_at=at - latency,
                 latency=latency,
                 outcome=outcome,
-                duration=self._runner.now() - started_loop,
+                duration=self.now() - started_loop,
                 error=error,
             )
         )
@@ -185,7 +198,7 @@ class Reconciler(Service):
             after = None if isinstance(result, Outcome) else result
         delay = self.intervals.after(outcome, self._failures[item.key]) if after is None else after
         if delay is not None:
-            self._runner.add_after(item.key, Trigger.REQUEUE_TIMER, delay)
+            self._add_after(item.key, Trigger.REQUEUE_TIMER, delay)
 
     def _line(self, message: str, context: dict[str, object]) -> None:
         if self._log is not None:
@@ -244,8 +257,39 @@ class Reconciler(Service):
             raise ReconcileTimeout(
                 f"no reconcile of {kyma} ({wanted}, since {since}) within {timeout:g} s; "
                 f"seen for it: {described or 'none'}; all reconciles: {len(self._records)}; "
-                f"queued {len(self._runner)}, processing {sorted(self._runner.processing)}"
+                f"queued {len(self._queue)}, processing {sorted(self._queue.processing)}"
             ) from None
 
+    # workers ---------------------------------------------------------------------------
+
+    async def _next(self) -> WorkItem[str]:
+        while True:
+            now = self.now()
+            self._queue.promote(now)
+            item = self._queue.get()
+            if item is not None:
+                if len(self._queue):
+                    self._wake.set()  # more is ready: let another worker take it
+                return item
+            self._wake.clear()
+            wakeup = self._queue.next_wakeup()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if wakeup is None else max(0.0, wakeup - now)):
+                    await self._wake.wait()
+
+    async def _work(self) -> None:
+        """One worker: a key is reconciled by one worker at a time and waits in the queue
+        at most once (the queue's guarantees); a failing reconcile is an ``error``."""
+        while True:
+            item = await self._next()
+            try:
+                await self._handle(item)
+            except Exception:  # an observer failed: the worker goes on
+                logger.exception("%s: handling %s failed", self.name, item.key)
+            finally:
+                self._queue.done(item.key)
+                self._wake.set()
+
     async def start(self) -> None:
-        await self.stack.enter_async_context(self._runner)
+        for i in range(self._workers):
+            self.spawn(self._work(), f"{self.name}-reconciler-{i}")

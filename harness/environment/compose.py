@@ -28,12 +28,11 @@ from harness.clusters.backends import open_backend
 from harness.clusters.plane import ClusterBackend
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.core import WatcherEnvironment
-from harness.environment.hosting import gateway_listen_address, resolve_host_address
-from harness.environment.rotation import CertificateRotation
+from harness.environment.hosting import extra_san, gateway_listen_address, resolve_host_address
+from harness.environment.rotation import CertificateRotation, issue_gateway_certificate
 from harness.environment.spec import EnvironmentSpec
 from harness.environment.startup import (
     KCP_CRDS,
-    gateway_secret,
     istio_control_plane,
     klm_options,
     kyma_certificates,
@@ -117,7 +116,13 @@ async def watcher_environment(
         backend, clusters, kcp_api, skr_apis = await open_clusters(stack, spec)
         prepared = await start_preparing(stack, kcp_api, skr_apis)
         host_address = await resolve_host_address(spec, backend)
-        cas = await stack.enter_async_context(gateway_secret(kcp_api, spec, host_address))
+        san = extra_san(host_address)
+        issue_gateway = lambda ca: issue_gateway_certificate(ca, san)  # noqa: E731
+        cas = await stack.enter_async_context(
+            GatewaySecretManager(
+                kcp_api, server_certificate=issue_gateway, timings=spec.certificates
+            )
+        )
         gateway, served, mesh = await start_gateway(stack, spec, workdir, cas)
         istio, credential, sync, registry = istio_control_plane(kcp_api, gateway, served)
         await stack.enter_async_context(istio)

@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,9 @@ from kubernetes_asyncio.client import ApiClient
 from harness.aio import spawn, stop_tasks
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.core import WatcherEnvironment
-from harness.environment.hosting import extra_san, in_cluster, skr_installation
+from harness.environment.hosting import in_cluster, skr_installation
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.reconcile_log import capture_reconciles
-from harness.environment.rotation import issue_gateway_certificate
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
 from harness.errors import HarnessError
 from harness.kcp.gateway.credential import GatewayCredentialSync, setup_credential_sync
@@ -60,56 +59,8 @@ logger = logging.getLogger("harness.environment")
 CRD_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "crds"
 
 
-async def provision_kymas(env: WatcherEnvironment, within: float = 30.0) -> None:
-    """What provisioning writes (the catalog; per SKR the kubeconfig Secret, then the KCP
-    Kyma). The Lifecycle Manager takes it from there (SKR CRDs, SKR Kyma, status); wait
-    until every Kyma is Ready, so a scenario starts from reconciled Kymas."""
-    kymas = await provision(env.kcp_api, env.spec, env.clusters)
-    await wait_kymas_ready(env.kcp_api, kymas, within)
-
-
 KCP_CRDS = [CRD_DIR / f"{n}.yaml" for n in ("watcher", "kyma", "istio", "catalog", "manifest")]
 """The custom resources the KCP serves (KLM's, Istio's); the SKRs get SKR_CRDS."""
-
-
-async def prepare_api_servers(kcp_api: ApiClient, crds: Mapping[ApiClient, Sequence[str]]) -> None:
-    """Until creating custom resources no longer sleeps in any cluster
-    (:func:`~harness.kube.crds.wait_creatable`: up to 2 s after the CRDs became
-    Established), then KLM's Istio Gateway ``kcp-system/klm-watcher`` (what Watchers'
-    routes attach to)."""
-    await ensure_namespace(kcp_api, KCP_NAMESPACE)
-    await asyncio.gather(*(wait_creatable(api, names) for api, names in crds.items()))
-    await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
-
-
-def certificate_issuer(
-    spec: EnvironmentSpec, host_address: str, overrides: Mapping[str, CertificateOverride]
-) -> Callable[[pki.CertificateAuthority, str, str, str], pki.Issued]:
-    """How KLM issues each Kyma's certificate here: KLM's SANs plus what this host's API
-    servers dial (a host-run webhook serves it), with the Kyma's fault override (from the
-    spec, or a ``break-leaf`` fault since) applied."""
-    address = None if in_cluster(spec) else host_address
-
-    def issue(
-        ca: pki.CertificateAuthority, kyma: str, runtime_id: str, skr_domain: str
-    ) -> pki.Issued:
-        override = overrides.get(kyma, CertificateOverride())
-        return issue_webhook_certificate(ca, runtime_id, skr_domain, override, host_address=address)
-
-    return issue
-
-
-def skr_webhook_target(
-    spec: EnvironmentSpec, fleet: SkrFleet
-) -> Callable[[str], SkrWebhook | None]:
-    """Runtime id → the installation of its SKR (None: no SKR of this environment)."""
-    clusters = {s.runtime_id: s.name for s in spec.skrs}
-
-    def target(runtime_id: str) -> SkrWebhook | None:
-        cluster = clusters.get(runtime_id)
-        return fleet[cluster] if cluster is not None else None
-
-    return target
 
 
 def routed_watchers(gateway: EnvoyGateway, watchers: list[Watcher]) -> list[Watcher]:
@@ -172,7 +123,8 @@ async def start_preparing(
     stack: AsyncExitStack, kcp_api: ApiClient, skr_apis: Mapping[str, ApiClient]
 ) -> asyncio.Task[None]:
     """The CRDs applied in every cluster, and the task that waits until their objects can
-    be created (:func:`prepare_api_servers`; awaited before the Watchers go in).
+    be created (:func:`~harness.kube.crds.wait_creatable`: up to 2 s after the CRDs became
+    Established) and creates KLM's Gateway (awaited before the Watchers go in).
 
     The SKRs get the Kyma and catalog CRDs now, as KLM's first contact would:
     kube-apiserver holds creates of a new CRD's objects for 2 s, which pass while the rest
@@ -180,22 +132,16 @@ async def start_preparing(
     applied = await asyncio.gather(
         apply_crds(kcp_api, KCP_CRDS), *(apply_crds(api, SKR_CRDS) for api in skr_apis.values())
     )
-    crds = dict(zip([kcp_api, *skr_apis.values()], applied, strict=True))
-    prepared = spawn(prepare_api_servers(kcp_api, crds), "prepare-api-servers")
+
+    async def prepare() -> None:  # then KLM's Gateway ``kcp-system/klm-watcher``
+        await ensure_namespace(kcp_api, KCP_NAMESPACE)
+        apis = zip([kcp_api, *skr_apis.values()], applied, strict=True)
+        await asyncio.gather(*(wait_creatable(api, crds) for api, crds in apis))
+        await create_or_replace(kcp_api, GATEWAYS, gateway_dict())
+
+    prepared = spawn(prepare(), "prepare-api-servers")
     stack.push_async_callback(stop_tasks, [prepared])
     return prepared
-
-
-def gateway_secret(
-    kcp_api: ApiClient, spec: EnvironmentSpec, host_address: str
-) -> GatewaySecretManager:
-    """KLM's CA and gateway Secret; the gateway's serving certificate adds this host."""
-    san = extra_san(host_address)
-    return GatewaySecretManager(
-        kcp_api,
-        server_certificate=lambda ca: issue_gateway_certificate(ca, san),
-        timings=spec.certificates,
-    )
 
 
 def istio_control_plane(
@@ -218,14 +164,18 @@ def kyma_certificates(
     metrics: KlmMetrics,
 ) -> tuple[KymaCertificates, dict[str, CertificateOverride]]:
     """KLM's certificate manager per Kyma, and the spec's broken-certificate overrides
-    (shared with the rotation faults)."""
+    (shared with the rotation faults). It issues KLM's SANs plus what this host's API
+    servers dial (a host-run webhook serves it), with the Kyma's override (from the spec,
+    or a ``break-leaf`` fault since) applied."""
     overrides = {s.kyma_name: s.certificate for s in spec.skrs if not s.certificate.is_default}
+    address = None if in_cluster(spec) else host_address
+
+    def issue(ca: pki.CertificateAuthority, kyma: str, runtime_id: str, domain: str) -> pki.Issued:
+        override = overrides.get(kyma, CertificateOverride())
+        return issue_webhook_certificate(ca, runtime_id, domain, override, host_address=address)
+
     certificates = KymaCertificates(
-        kcp_api,
-        cas,
-        issue=certificate_issuer(spec, host_address, overrides),
-        pinned=list(overrides),
-        metrics=metrics,
+        kcp_api, cas, issue=issue, pinned=list(overrides), metrics=metrics
     )
     return certificates, overrides
 
@@ -293,11 +243,14 @@ def setup_skr_webhooks(
 ) -> SkrWebhookManager:
     """The Kyma reconcile's watcher step: each SKR's webhook wired for the Watchers the
     gateway routes already."""
-    return SkrWebhookManager(
-        certificates,
-        watchers=lambda: routed_watchers(gateway, controller.watchers()),
-        target=skr_webhook_target(spec, fleet),
-    )
+    clusters = {s.runtime_id: s.name for s in spec.skrs}
+
+    def target(runtime_id: str) -> SkrWebhook | None:  # None: no SKR of this environment
+        cluster = clusters.get(runtime_id)
+        return fleet[cluster] if cluster is not None else None
+
+    watchers = lambda: routed_watchers(gateway, controller.watchers())  # noqa: E731
+    return SkrWebhookManager(certificates, watchers=watchers, target=target)
 
 
 def setup_health(
@@ -353,8 +306,10 @@ async def roll_out(env: WatcherEnvironment) -> None:
     Kymas first, the Watchers wired into every SKR at once when they change."""
     if env.spec.watcher_rollout == "reconcile":
         await apply_watchers(env)
-        await provision_kymas(env)
-        await env.wait_wired(within=30)
-    else:
-        await provision_kymas(env)
-        await apply_watchers(env)
+    kymas = await provision(env.kcp_api, env.spec, env.clusters)  # KLM takes it from there
+    await wait_kymas_ready(env.kcp_api, kymas, 30)  # a scenario starts from reconciled Kymas
+    await (
+        env.wait_wired(within=30)
+        if env.spec.watcher_rollout == "reconcile"
+        else apply_watchers(env)
+    )

@@ -48,8 +48,6 @@ class GatewayCredentialSync:
         self._applied = dict(applied)
         self.key = f"{secrets.namespace}/{name}"
         self._changed = asyncio.Condition()
-        self.swaps = 0
-        """How many times the Secret changed the gateway."""
 
     @property
     def trusted_bundle(self) -> bytes:
@@ -79,7 +77,6 @@ class GatewayCredentialSync:
             return
         await self._gateway.rotate_tls(ca_bundle_pem=bundle, cert_pem=cert, key_pem=key)
         self._applied = dict(data)
-        self.swaps += 1
         async with self._changed:
             self._changed.notify_all()
 

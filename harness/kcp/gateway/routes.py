@@ -112,16 +112,6 @@ class VirtualServiceSync:
         self.invalid: dict[str, str] = {}
         """``<ns>/<name>`` → why that VirtualService was left out."""
 
-    @property
-    def virtual_services(self) -> dict[str, Mapping[str, Any]]:
-        """The VirtualServices currently known (``<ns>/<name>`` → object)."""
-        return dict(self._informer.objects)
-
-    @property
-    def lists(self) -> int:
-        """How many times the VirtualServices were (re-)listed."""
-        return self._informer.lists
-
     async def wait_listed(self) -> None:
         """Until the first list has been taken in (bound it with ``asyncio.timeout``)."""
         await self._informer.synced.wait()

@@ -122,9 +122,7 @@ class WatcherController:
         self._notify = asyncio.Event()
         self._published: frozenset[str] = frozenset()
         self._published_changed = asyncio.Condition()
-        self.reconciles = 0
         self.errors = 0
-        self.notifications = 0
 
     def watchers(self) -> list[Watcher]:
         """The current valid Watchers, sorted by namespace/name (list order)."""
@@ -150,7 +148,6 @@ class WatcherController:
             await self._notify.wait()
             self._notify.clear()
             watchers = self.watchers()
-            self.notifications += 1
             for callback in list(self.on_change):
                 try:
                     await callback(watchers)
@@ -197,7 +194,6 @@ class WatcherController:
         obj = self._watchers.get(key)
         if obj is None:
             return
-        self.reconciles += 1
         meta = obj["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         finalizers = list(meta.get("finalizers") or [])

@@ -34,9 +34,7 @@ from harness.kcp.lifecycle_manager.queue.reconciler import (
     RequeueIntervals,
 )
 from harness.kube import KubeError, Obj, Resource, object_key
-from harness.kube.watch import Backoff, watch_objects
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.runtime")
+from harness.kube.watch import watch_objects
 
 Handler = Callable[[str, Obj], None]
 """``(kind, obj)``: ``ADDED``/``MODIFIED``/``DELETED`` with the object, ``SYNCED`` after a
@@ -51,28 +49,20 @@ class Informer(Service):
         api: ApiClient,
         resource: Resource,
         namespace: str | None = None,
-        *,
         sync_timeout: float = 30.0,
-        backoff: Backoff = Backoff(),  # noqa: B008 - frozen
     ) -> None:
         self._api = api
         self.resource = resource
         self.namespace = namespace
         self._sync_timeout = sync_timeout
-        self._backoff = backoff
         self.objects: dict[str, Obj] = {}
         """``<ns>/<name>`` → the object as last seen."""
         self.handlers: list[Handler] = []
-        self.lists = 0
-        """How many times the resource was (re-)listed."""
         self.synced = asyncio.Event()
 
     async def _run(self) -> None:
-        async for kind, obj in watch_objects(
-            self._api, self.resource, namespace=self.namespace, backoff=self._backoff
-        ):
+        async for kind, obj in watch_objects(self._api, self.resource, namespace=self.namespace):
             if kind == "SYNCED":
-                self.lists += 1
                 self.synced.set()
             elif kind == "DELETED":
                 self.objects.pop(object_key(obj), None)

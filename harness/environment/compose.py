@@ -35,14 +35,12 @@ from harness.environment.startup import (
     KCP_CRDS,
     istio_control_plane,
     klm_options,
-    kyma_certificates,
     roll_out,
     setup_health,
     setup_skr_webhooks,
     skr_fleet,
     start_listeners,
     start_preparing,
-    wire_after_routes,
 )
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.mesh import GatewayMesh
@@ -84,10 +82,16 @@ async def open_clusters(
 
 
 async def start_gateway(
-    stack: AsyncExitStack, spec: EnvironmentSpec, workdir: Path, cas: GatewaySecretManager
-) -> tuple[EnvoyGateway, dict[str, bytes], GatewayMesh | None]:
-    """Envoy serving the gateway Secret's certificate and bundle, as KLM's Gateway; what it
-    was started with; the gateway → listener mesh (``spec.upstream_mtls``)."""
+    stack: AsyncExitStack, spec: EnvironmentSpec, workdir: Path, kcp_api: ApiClient, host: str
+) -> tuple[GatewaySecretManager, EnvoyGateway, dict[str, bytes], GatewayMesh | None]:
+    """KLM's CA and gateway Secret (the serving certificate adds ``host``); Envoy serving
+    them, as KLM's Gateway; what it was started with; the gateway → listener mesh
+    (``spec.upstream_mtls``)."""
+    san = extra_san(host)
+    serving = lambda ca: issue_gateway_certificate(ca, san)  # noqa: E731
+    cas = await stack.enter_async_context(
+        GatewaySecretManager(kcp_api, server_certificate=serving, timings=spec.certificates)
+    )
     served = pki.secret_data(cas.server_certificate, cas.bundle_pem)
     (workdir / "gateway").mkdir()
     files = pki.write_secret_files(workdir / "gateway", served)
@@ -102,7 +106,7 @@ async def start_gateway(
             listen_address=gateway_listen_address(spec),
         )
     )
-    return gateway, served, mesh
+    return cas, gateway, served, mesh
 
 
 @asynccontextmanager
@@ -116,22 +120,18 @@ async def watcher_environment(
         backend, clusters, kcp_api, skr_apis = await open_clusters(stack, spec)
         prepared = await start_preparing(stack, kcp_api, skr_apis)
         host_address = await resolve_host_address(spec, backend)
-        san = extra_san(host_address)
-        issue_gateway = lambda ca: issue_gateway_certificate(ca, san)  # noqa: E731
-        cas = await stack.enter_async_context(
-            GatewaySecretManager(
-                kcp_api, server_certificate=issue_gateway, timings=spec.certificates
-            )
+        cas, gateway, served, mesh = await start_gateway(
+            stack, spec, workdir, kcp_api, host_address
         )
-        gateway, served, mesh = await start_gateway(stack, spec, workdir, cas)
         istio, credential, sync, registry = istio_control_plane(kcp_api, gateway, served)
         await stack.enter_async_context(istio)
         cas.confirm = credential.wait_trusted
         skrs = SkrClients(kcp_api)
         stack.push_async_callback(skrs.aclose)
         metrics, history = KlmMetrics(), ReconcileHistory()
-        certs, overrides = kyma_certificates(spec, kcp_api, cas, host_address, metrics)
-        fleet = await skr_fleet(spec, clusters, cas, certs, gateway.port, host_address)
+        fleet, certs, overrides = await skr_fleet(
+            spec, clusters, kcp_api, cas, metrics, gateway.port, host_address
+        )
 
         # As KLM's cmd/main.go: the manager with its Kyma controller, the others one line each.
         klm = LifecycleManager(kcp_api, **klm_options(spec, metrics, mesh, history, stack))
@@ -163,8 +163,6 @@ async def watcher_environment(
         )
         await start_listeners(env)
         await stack.enter_async_context(fleet)
-        if spec.watcher_rollout == "immediate":
-            controller.on_change.append(wire_after_routes(gateway, fleet))
         await prepared
         await roll_out(env)
         yield env

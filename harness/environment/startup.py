@@ -21,6 +21,7 @@ from harness.aio import spawn, stop_tasks
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.core import WatcherEnvironment
 from harness.environment.hosting import in_cluster, skr_installation
+from harness.environment.manager_listeners import behind_gateway
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.reconcile_log import capture_reconciles
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
@@ -50,7 +51,7 @@ from watcher import pki
 from watcher.domain import KCP_NAMESPACE
 from watcher.health.heartbeat import MANAGER as HEALTH_MANAGER
 from watcher.health.metrics import HealthMetrics
-from watcher.listener import ListenerConfig, san_pinning
+from watcher.listener import san_pinning
 from watcher.render.virtualservice import gateway_dict
 from watcher.render.watcher_cr import Watcher
 
@@ -156,17 +157,22 @@ def istio_control_plane(
     return istio, credential, setup_route_sync(istio, gateway, registry), registry
 
 
-def kyma_certificates(
+async def skr_fleet(
     spec: EnvironmentSpec,
+    clusters: Clusters,
     kcp_api: ApiClient,
     cas: GatewaySecretManager,
-    host_address: str,
     metrics: KlmMetrics,
-) -> tuple[KymaCertificates, dict[str, CertificateOverride]]:
-    """KLM's certificate manager per Kyma, and the spec's broken-certificate overrides
-    (shared with the rotation faults). It issues KLM's SANs plus what this host's API
-    servers dial (a host-run webhook serves it), with the Kyma's override (from the spec,
-    or a ``break-leaf`` fault since) applied."""
+    gateway_port: int,
+    host_address: str,
+) -> tuple[SkrFleet, KymaCertificates, dict[str, CertificateOverride]]:
+    """The SKR fleet, built (it starts after KLM's listener), KLM's certificates per Kyma
+    and the spec's broken-certificate overrides (shared with the rotation faults).
+
+    KLM issues each runtime's certificate (KCP Secret ``<kyma>-webhook-tls``) before the
+    webhook starts with it, as provisioning precedes the first reconcile: KLM's SANs plus
+    what this host's API servers dial (a host-run webhook serves it), with the Kyma's
+    override (from the spec, or a ``break-leaf`` fault since) applied."""
     overrides = {s.kyma_name: s.certificate for s in spec.skrs if not s.certificate.is_default}
     address = None if in_cluster(spec) else host_address
 
@@ -174,27 +180,11 @@ def kyma_certificates(
         override = overrides.get(kyma, CertificateOverride())
         return issue_webhook_certificate(ca, runtime_id, domain, override, host_address=address)
 
-    certificates = KymaCertificates(
-        kcp_api, cas, issue=issue, pinned=list(overrides), metrics=metrics
-    )
-    return certificates, overrides
-
-
-async def skr_fleet(
-    spec: EnvironmentSpec,
-    clusters: Clusters,
-    cas: GatewaySecretManager,
-    certificates: KymaCertificates,
-    gateway_port: int,
-    host_address: str,
-) -> SkrFleet:
-    """The SKR fleet, built (started later, after KLM's listener): KLM issues each
-    runtime's certificate (KCP Secret ``<kyma>-webhook-tls``) before the webhook starts
-    with it, as provisioning precedes the first reconcile."""
+    certs = KymaCertificates(kcp_api, cas, issue=issue, pinned=list(overrides), metrics=metrics)
     issued = await asyncio.gather(
-        *(certificates.ensure(s.kyma_name, s.runtime_id, s.skr_domain) for s in spec.skrs)
+        *(certs.ensure(s.kyma_name, s.runtime_id, s.skr_domain) for s in spec.skrs)
     )
-    return SkrFleet(
+    fleet = SkrFleet(
         skr_installation(
             spec,
             s,
@@ -207,6 +197,7 @@ async def skr_fleet(
         )
         for s, cert in zip(spec.skrs, issued, strict=True)
     )
+    return fleet, certs, overrides
 
 
 def klm_options(
@@ -223,11 +214,7 @@ def klm_options(
     return {
         "metrics": metrics,
         "workers": spec.klm_workers,
-        "listener_config": (
-            mesh.listener_config(KLM_COMPONENT, KLM_SERVICE[:2])
-            if mesh is not None
-            else ListenerConfig(component=KLM_COMPONENT, identity="xfcc")
-        ),
+        "listener_config": behind_gateway(mesh, KLM_COMPONENT, KLM_SERVICE[:2]),
         "pin_san": spec.pin_san,
         "intervals": spec.intervals,
         "reconcile_log": reconcile_log,
@@ -266,11 +253,7 @@ def setup_health(
     if spec.health is None:
         return None
     name, namespace, _ = HEALTH_SERVICE
-    config = (
-        mesh.listener_config(HEALTH_MANAGER, (name, namespace))
-        if mesh is not None
-        else ListenerConfig(component=HEALTH_MANAGER, identity="xfcc")
-    )
+    config = behind_gateway(mesh, HEALTH_MANAGER, (name, namespace))
     if spec.pin_san:
         hooks = (*config.verify_hooks, san_pinning(klm.cache.lookup))
         config = dataclasses.replace(config, verify_hooks=hooks)
@@ -306,6 +289,8 @@ async def roll_out(env: WatcherEnvironment) -> None:
     Kymas first, the Watchers wired into every SKR at once when they change."""
     if env.spec.watcher_rollout == "reconcile":
         await apply_watchers(env)
+    else:
+        env.controller.on_change.append(wire_after_routes(env.gateway, env.fleet))
     kymas = await provision(env.kcp_api, env.spec, env.clusters)  # KLM takes it from there
     await wait_kymas_ready(env.kcp_api, kymas, 30)  # a scenario starts from reconciled Kymas
     await (

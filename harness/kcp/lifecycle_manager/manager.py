@@ -137,6 +137,9 @@ class LifecycleManager(ControllerRuntime):
         self.observers: list[Callable[[ListenerEvent], None]] = []
         """Called with every event :meth:`handle_event` takes, before it is resolved."""
         self.reconciler = self.setup(workers, intervals, reconcile_log or reconciler_logger)
+        self.reconciles = self.reconciler.reconciles
+        self.wait_for_reconcile = self.reconciler.wait_for_reconcile
+        """The Kyma controller's record, as every KLM shows it (:mod:`harness.kcp.klm_log`)."""
 
     def setup(self, workers: int, intervals: RequeueIntervals, log: logging.Logger) -> Reconciler:
         """The Kyma controller (KLM's ``SetupWithManager``): Kymas (cache) → created,
@@ -177,20 +180,6 @@ class LifecycleManager(ControllerRuntime):
     def counters(self) -> collections.Counter[str]:
         """Reconciler counters plus ``events:received|enqueued|dropped-*``."""
         return self.reconciler.counters + self.event_counters
-
-    def reconciles(
-        self, kyma: str | None = None, trigger: Trigger | None = None, since: float | None = None
-    ) -> list[Reconcile]:
-        return self.reconciler.reconciles(kyma, trigger, since)
-
-    async def wait_for_reconcile(
-        self,
-        kyma: str,
-        trigger: Trigger | None = None,
-        since: float | None = None,
-        timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
-    ) -> Reconcile:
-        return await self.reconciler.wait_for_reconcile(kyma, trigger, since, timeout)
 
     def _startup(self) -> None:
         for kyma in self.cache.all():

@@ -25,7 +25,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
-from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer, Runnable
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import (
     GATEWAYS,
@@ -119,7 +119,8 @@ class WatcherController:
         self._sync_timeout = sync_timeout
         self.on_change: list[WatchersChanged] = []
         self._valid: dict[str, Watcher] = {}
-        self._notify = asyncio.Event()
+        self.notify: Callable[[], None] = lambda: None
+        """Set by the setup: queue a :meth:`publish`."""
         self._published: frozenset[str] = frozenset()
         self._published_changed = asyncio.Condition()
         self.errors = 0
@@ -131,7 +132,7 @@ class WatcherController:
     def watcher_changed(self, kind: str, obj: Obj) -> None:
         """A Watcher event: the valid set (and after the first list the notifier) follows."""
         if kind == "SYNCED":
-            self._notify.set()  # the installer gets the initial list too
+            self.notify()  # the installer gets the initial list too
             return
         key = object_key(obj)
         watcher = valid_watcher(obj) if kind != "DELETED" else None
@@ -141,22 +142,22 @@ class WatcherController:
             self._valid.pop(key, None)
         else:
             self._valid[key] = watcher
-        self._notify.set()
+        self.notify()
 
-    async def notifier(self) -> None:
-        while True:
-            await self._notify.wait()
-            self._notify.clear()
-            watchers = self.watchers()
-            for callback in list(self.on_change):
-                try:
-                    await callback(watchers)
-                except Exception:
-                    self.errors += 1
-                    logger.exception("on_change callback %r failed", callback)
-            async with self._published_changed:
-                self._published = frozenset(f"{w.namespace}/{w.name}" for w in watchers)
-                self._published_changed.notify_all()
+    async def publish(self, _: str) -> Outcome:
+        """Hand the valid Watchers to every ``on_change`` callback (a burst coalesces in
+        the notifier's queue: one key)."""
+        watchers = self.watchers()
+        for callback in list(self.on_change):
+            try:
+                await callback(watchers)
+            except Exception:
+                self.errors += 1
+                logger.exception("on_change callback %r failed", callback)
+        async with self._published_changed:
+            self._published = frozenset(f"{w.namespace}/{w.name}" for w in watchers)
+            self._published_changed.notify_all()
+        return Outcome.SUCCESS
 
     async def _unpublished(self, key: str) -> None:
         """Until the ``on_change`` callbacks have run with a set that lacks ``key``.
@@ -275,7 +276,8 @@ class WatcherController:
 
 def setup_watcher_controller(runtime: ControllerRuntime, **options: Any) -> WatcherController:
     """Watchers (all namespaces) → their own key; any Gateway change → every Watcher;
-    errors retried after 1 s, nothing else requeued; the notifier runs beside."""
+    errors retried after 1 s, nothing else requeued; changes of the valid set → the
+    notifier (one key, so a burst coalesces)."""
     watchers = runtime.informer(WATCHERS)
     ctl = WatcherController(runtime.api, watchers, runtime.informer(GATEWAYS), **options)
     queue = runtime.controller("watcher", ctl, intervals=WATCH_DRIVEN, log=None)
@@ -291,5 +293,6 @@ def setup_watcher_controller(runtime: ControllerRuntime, **options: Any) -> Watc
 
     runtime.watch(WATCHERS, watcher_event)
     runtime.watch(GATEWAYS, gateway_event)
-    runtime.add(Runnable(ctl.notifier, "watcher-controller-notifier"))
+    notifier = runtime.controller("watcher-notifier", ctl.publish, intervals=WATCH_DRIVEN, log=None)
+    ctl.notify = lambda: notifier.enqueue("watchers", Trigger.WATCH_EVENT)
     return ctl

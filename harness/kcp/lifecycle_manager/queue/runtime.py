@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -84,17 +84,6 @@ class Informer(Service):
             ) from None
 
 
-class Runnable(Service):
-    """A coroutine function run as one named task for as long as the runtime runs."""
-
-    def __init__(self, run: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
-        self._run = run
-        self._name = name
-
-    async def start(self) -> None:
-        self.spawn(self._run(), self._name)
-
-
 class ControllerRuntime(Service):
     """``mgr = ControllerRuntime(api); setup_x(mgr, ...); async with mgr: ...``."""
 
@@ -153,4 +142,4 @@ class ControllerRuntime(Service):
             await self.stack.enter_async_context(runnable)
 
 
-__all__ = ["ControllerRuntime", "Handler", "Informer", "Runnable"]
+__all__ = ["ControllerRuntime", "Handler", "Informer"]

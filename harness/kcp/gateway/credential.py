@@ -93,23 +93,18 @@ class GatewayCredentialSync:
 
 
 def setup_credential_sync(
-    runtime: ControllerRuntime,
-    gateway: EnvoyGateway,
-    *,
-    applied: Mapping[str, bytes],
-    name: str = GATEWAY_SECRET_NAME,
-    namespace: str = ISTIO_NAMESPACE,
+    runtime: ControllerRuntime, gateway: EnvoyGateway, *, applied: Mapping[str, bytes]
 ) -> GatewayCredentialSync:
-    """Secrets of ``namespace`` → the gateway Secret's key, when it is added or changed."""
-    secrets = runtime.informer(SECRETS, namespace)
-    sync = GatewayCredentialSync(gateway, secrets, applied=applied, name=name)
+    """Secrets of ``istio-system`` → the gateway Secret's key, when it is added or changed."""
+    secrets = runtime.informer(SECRETS, ISTIO_NAMESPACE)
+    sync = GatewayCredentialSync(gateway, secrets, applied=applied)
     queue = runtime.controller("gateway-credential", sync, intervals=WATCH_DRIVEN, log=None)
 
     def secret_event(kind: str, obj: Obj) -> None:
         if kind in ("ADDED", "MODIFIED") and object_key(obj) == sync.key:
             queue.enqueue(sync.key, Trigger.WATCH_EVENT)
 
-    runtime.watch(SECRETS, secret_event, namespace)
+    runtime.watch(SECRETS, secret_event, ISTIO_NAMESPACE)
     return sync
 
 

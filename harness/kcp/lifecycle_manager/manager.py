@@ -28,7 +28,6 @@ from collections.abc import Callable
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
@@ -92,9 +91,9 @@ class LifecycleManager(ControllerRuntime):
     controllers are set up on it before it starts (:mod:`harness.environment.compose`).
 
     With a ``listener_config`` (its component should be ``lifecycle-manager``) the manager
-    creates, starts and stops the listener itself (through a :class:`ListenerHost`, so
-    :meth:`stop_listener`/:meth:`start_listener` can take it away and bring it back on the
-    same port), adding SAN pinning against its Kyma cache when ``pin_san`` is set. Without,
+    creates, starts and stops the listener itself (through a :class:`ListenerHost`, which
+    faults stop and start on the same port), adding SAN pinning against its Kyma cache
+    when ``pin_san`` is set. Without,
     it only reconciles (startup and requeue timers); call ``handle_event`` to inject events.
     """
 
@@ -159,22 +158,6 @@ class LifecycleManager(ControllerRuntime):
     def listener(self) -> Listener | None:
         """The listener receiving events right now (None while an owned one is stopped)."""
         return self.host.listener if self.host is not None and self.host.running else None
-
-    def _owned_host(self) -> ListenerHost:
-        if self.host is None:
-            raise HarnessError("this LifecycleManager does not own its listener (no config)")
-        return self.host
-
-    async def stop_listener(self) -> None:
-        """Stop the owned listener; events it accepted are still handled first."""
-        await self._owned_host().stop()
-
-    async def start_listener(self) -> None:
-        """Start the owned listener again on the same port; its events reach this manager."""
-        await self._owned_host().start()
-
-    async def restart_listener(self) -> None:
-        await self._owned_host().restart()
 
     @property
     def counters(self) -> collections.Counter[str]:

@@ -223,11 +223,4 @@ def setup_watcher_health(
     return health
 
 
-__all__ = [
-    "CONDITION_TYPE",
-    "SERVICE",
-    "WatcherHealth",
-    "health_condition",
-    "setup_watcher_health",
-    "webhook_call_failure",
-]
+__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "setup_watcher_health"]

@@ -20,6 +20,7 @@ from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import KEY
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
@@ -39,7 +40,6 @@ logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
 
 DEFAULT_GRACE: Final = policy.CertificateTimings().grace
 
-KEY: Final = f"{ISTIO_NAMESPACE}/{GATEWAY_SECRET_NAME}"
 CA_SECRET: Final = "klm-watcher"
 """cert-manager's Secret of KLM's CA (``config/watcher`` in KLM's deployment)."""
 

@@ -53,8 +53,8 @@ from harness.environment.klm_platform import (
 from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
+from harness.environment.startup import istio_control_plane
 from harness.errors import HarnessError
-from harness.kcp.gateway.credential import GatewayCredentialSync
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.klm_process import KlmFlags, KlmProcess
@@ -255,13 +255,12 @@ async def klm_environment(
                 log_dir=spec.log_dir,
             )
         )
-        await stack.enter_async_context(GatewayCredentialSync(kcp_api, gateway, applied=served))
+        istio, _, sync, registry = istio_control_plane(kcp_api, gateway, served)
+        await stack.enter_async_context(istio)
         sidecar = await stack.enter_async_context(ListenerSidecar(klm.listener_port))
         log = EventLog()
         sidecar.on_accepted.append(log.recorder(KLM_COMPONENT))
-        registry = ServiceRegistry()
         registry.register(*KLM_SERVICE, (ports.LOOPBACK, sidecar.port))
-        sync = await stack.enter_async_context(VirtualServiceSync(kcp_api, gateway, registry))
         phase("gateway")
 
         commands = webhook_commands(choice.webhook_command)

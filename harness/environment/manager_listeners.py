@@ -38,6 +38,16 @@ class ListenerParts:
     mesh: GatewayMesh | None = None
 
 
+def behind_gateway(
+    mesh: GatewayMesh | None, component: str, service: tuple[str, str]
+) -> ListenerConfig:
+    """A listener's config behind the gateway: XFCC believed from the gateway over mTLS
+    (``mesh``), or from anyone (the plain-HTTP opt-out)."""
+    if mesh is None:
+        return ListenerConfig(component=component, identity="xfcc")
+    return mesh.listener_config(component, service)
+
+
 async def add_listener(
     parts: ListenerParts,
     component: str,
@@ -67,11 +77,7 @@ async def add_listener(
         )
         await parts.gateway.reach_plaintext(service_key(*service))
     else:
-        config = (
-            parts.mesh.listener_config(component, service[:2])
-            if parts.mesh is not None
-            else ListenerConfig(component=component, identity="xfcc")
-        )
+        config = behind_gateway(parts.mesh, component, service[:2])
         host = await parts.stack.enter_async_context(
             ListenerHost(config, parts.log.recorder(component).consume)
         )

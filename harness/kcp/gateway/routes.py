@@ -1,11 +1,13 @@
 """VirtualServices in the KCP → routes in the gateway, as Istio's control plane would do.
 
-:class:`VirtualServiceSync` lists and watches ``networking.istio.io/v1beta1``
-VirtualServices in all namespaces (re-listing on 410 Gone and after watch errors, with a
-bounded backoff) and pushes the current set to the gateway, debounced, whenever it or the
-:class:`ServiceRegistry` changes. The registry stands in for cluster DNS: the harness
-registers ``<svc>.<ns>.svc.cluster.local:<port>`` → the real loopback address when it
-starts a listener.
+A controller on Istio's runtime (:func:`setup_route_sync`, the KLM controller shape of
+style.md "lifecycle-manager"): the shared informer lists and watches
+``networking.istio.io/v1beta1`` VirtualServices in all namespaces (re-listing on 410 Gone
+and after watch errors, with a bounded backoff); :class:`VirtualServiceSync` pushes the
+current set to the gateway, debounced, whenever it or the :class:`ServiceRegistry` changes.
+The registry stands in for cluster DNS: the harness registers
+``<svc>.<ns>.svc.cluster.local:<port>`` → the real loopback address when it starts a
+listener.
 
 A VirtualService the gateway cannot map (e.g. a regex match) is left out and reported in
 :attr:`VirtualServiceSync.invalid`, as Istio skips a bad route instead of dropping all.
@@ -18,15 +20,16 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.errors import GatewayError
-from harness.kube import VIRTUAL_SERVICES, get, object_key
-from harness.kube.watch import Backoff, watch_objects
+from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
+from harness.kube import VIRTUAL_SERVICES, get
 from watcher.render.envoy import routes_from_virtual_service
 from watcher.render.errors import RenderError
 
@@ -91,30 +94,17 @@ class Gateway(Protocol):
     ) -> object: ...
 
 
-class VirtualServiceSync(Service):
-    """Keeps the gateway's routes equal to the KCP's VirtualServices; use as ``async with``."""
+ROUTES: Final = "istio-system/routes"
+"""The one key of the route sync: every VirtualService goes to the gateway at once."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        gateway: Gateway,
-        registry: ServiceRegistry,
-        *,
-        debounce: float = 0.05,
-        backoff: Backoff = Backoff(),  # noqa: B008 - frozen
-        watch_timeout_seconds: int = 60,
-    ) -> None:
-        self._api = api
+
+class VirtualServiceSync:
+    """The route sync's reconcile: the gateway's routes := the KCP's VirtualServices."""
+
+    def __init__(self, gateway: Gateway, registry: ServiceRegistry, informer: Informer) -> None:
         self._gateway = gateway
         self._registry = registry
-        self._debounce = debounce
-        self._backoff = backoff
-        self._watch_timeout = watch_timeout_seconds
-        self._objects: dict[str, Mapping[str, Any]] = {}
-        self._dirty = asyncio.Event()
-        self._listed = asyncio.Event()
-        self.lists = 0
-        """How many times the VirtualServices were (re-)listed."""
+        self._informer = informer
         self.applied = 0
         """How many times the gateway accepted the current set."""
         self.last_error: Exception | None = None
@@ -122,60 +112,22 @@ class VirtualServiceSync(Service):
         self.invalid: dict[str, str] = {}
         """``<ns>/<name>`` → why that VirtualService was left out."""
 
-    @property
-    def virtual_services(self) -> dict[str, Mapping[str, Any]]:
-        """The VirtualServices currently known (``<ns>/<name>`` → object)."""
-        return dict(self._objects)
-
-    async def start(self) -> None:
-        self.stack.callback(self._registry.subscribe(self._dirty.set))
-        self.spawn(self._watch_loop(), "virtualservice-watch")
-        self.spawn(self._sync_loop(), "virtualservice-sync")
-
     async def wait_listed(self) -> None:
         """Until the first list has been taken in (bound it with ``asyncio.timeout``)."""
-        await self._listed.wait()
+        await self._informer.synced.wait()
 
-    # -- watch ------------------------------------------------------------------------
-
-    async def _watch_loop(self) -> None:
-        """Mirror the VirtualServices; ``watch_objects`` re-lists and backs off."""
-        async for kind, obj in watch_objects(
-            self._api,
-            VIRTUAL_SERVICES,
-            timeout_seconds=self._watch_timeout,
-            backoff=self._backoff,
-        ):
-            logger.debug("watch event %s %s", kind, object_key(obj))
-            if kind == "SYNCED":
-                self.lists += 1
-                self._listed.set()
-            elif kind == "DELETED":
-                self._objects.pop(object_key(obj), None)
-            else:
-                self._objects[object_key(obj)] = obj
-            self._dirty.set()
-
-    # -- sync -------------------------------------------------------------------------
-
-    async def _sync_loop(self) -> None:
-        await self._listed.wait()
-        while True:
-            await self._dirty.wait()
-            await asyncio.sleep(self._debounce)  # let a burst of changes settle
-            self._dirty.clear()
-            await self._push()
-
-    async def _push(self) -> None:
+    async def __call__(self, _: str) -> Outcome:
+        """Push every mappable VirtualService; a refusal waits for the next change."""
         services: list[Mapping[str, Any]] = []
         invalid: dict[str, str] = {}
-        for key in sorted(self._objects):
+        objects = self._informer.objects
+        for key in sorted(objects):
             try:
-                routes_from_virtual_service(self._objects[key])
+                routes_from_virtual_service(objects[key])
             except RenderError as exc:
                 invalid[key] = str(exc)
                 continue
-            services.append(self._objects[key])
+            services.append(objects[key])
         for key in invalid.keys() - self.invalid.keys():
             logger.warning("VirtualService %s left out: %s", key, invalid[key])
         self.invalid = invalid
@@ -188,6 +140,28 @@ class VirtualServiceSync(Service):
             self.applied += 1
             logger.debug("pushed %d VirtualService(s)", len(services))
             self.last_error = None
+        return Outcome.SUCCESS
+
+
+def setup_route_sync(
+    runtime: ControllerRuntime,
+    gateway: Gateway,
+    registry: ServiceRegistry,
+    *,
+    debounce: float = 0.05,
+) -> VirtualServiceSync:
+    """VirtualServices (all namespaces) and registry changes → one push, ``debounce`` s
+    after the first change of a burst; the first push once they are listed."""
+    sync = VirtualServiceSync(gateway, registry, runtime.informer(VIRTUAL_SERVICES))
+    queue = runtime.controller("virtualservice-sync", sync, intervals=WATCH_DRIVEN, log=None)
+
+    def changed(*_: object) -> None:
+        queue.enqueue_after(ROUTES, Trigger.WATCH_EVENT, debounce)
+
+    runtime.watch(VIRTUAL_SERVICES, changed)
+    unsubscribe = registry.subscribe(changed)
+    runtime.stack.callback(unsubscribe)
+    return sync
 
 
 async def wait_route(

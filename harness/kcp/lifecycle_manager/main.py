@@ -8,14 +8,16 @@ started``, ``event received from SKR, adding <key> to queue``, ``Reconciler erro
 adds ``context.trigger``), metrics on ``--metrics-bind-address`` and ``/readyz`` on
 ``--health-probe-bind-address``. Like upstream's it needs the platform a KCP has — cert-
 manager for the certificates, KLM's CA and Gateway, a kubelet in every SKR — which the
-harness plays (:mod:`harness.environment.any_klm`). The controllers, one line each:
+harness plays (:mod:`harness.environment.any_klm`). The manager and its controllers, one
+line each (style.md "lifecycle-manager"):
 
-- Kyma: :class:`~.manager.LifecycleManager` with :class:`~.kyma.reconcile.KymaReconcile`,
-  the Runtime Watcher deployed by :class:`~.skr_deployment.SkrDeployment`, SKR events on
+- the manager with the Kyma controller: :class:`~.manager.LifecycleManager`, its reconcile
+  :class:`~.kyma.reconcile.KymaReconcile`, the Runtime Watcher deployed by
+  :class:`~.skr_deployment.SkrDeployment`, SKR events on
   ``--kyma-skr-listener-bind-address`` (XFCC from Istio's sidecar, SAN pinning);
-- Watcher: :class:`~.watcher_controller.WatcherController` (VirtualServices);
-- Manifest: :class:`~.manifest_controller.ManifestController`;
-- gateway Secret: :class:`~.certificates.gateway_from_ca.GatewaySecretFromCa`.
+- Watcher: :func:`~.watcher_controller.setup_watcher_controller` (VirtualServices);
+- Manifest: :func:`~.manifest_controller.setup_manifest_controller`;
+- gateway Secret: :func:`~.certificates.gateway_from_ca.setup_gateway_secret_from_ca`.
 """
 
 from __future__ import annotations
@@ -39,16 +41,17 @@ from harness.durations import parse_duration
 from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
     CertManagerCertificates,
 )
-from harness.kcp.lifecycle_manager.certificates.gateway_from_ca import GatewaySecretFromCa
+from harness.kcp.lifecycle_manager.certificates.gateway_from_ca import (
+    setup_gateway_secret_from_ca,
+)
 from harness.kcp.lifecycle_manager.kyma.reconcile import KymaReconcile
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import COMPONENT, LifecycleManager
-from harness.kcp.lifecycle_manager.manifest_controller import ManifestController
+from harness.kcp.lifecycle_manager.manifest_controller import setup_manifest_controller
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile, RequeueIntervals
-from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.lifecycle_manager.skr_deployment import SkrDeployment
-from harness.kcp.lifecycle_manager.watcher_controller import WatcherController
+from harness.kcp.lifecycle_manager.watcher_controller import setup_watcher_controller
 from watcher.exposition import UpstreamExposition
 from watcher.listener import ListenerConfig
 
@@ -134,6 +137,32 @@ async def _serve(stack: AsyncExitStack, app: web.Application, address: tuple[str
     await web.TCPSite(runner, *address).start()
 
 
+def controller_metrics(klm: LifecycleManager, metrics: KlmMetrics) -> None:
+    """controller-runtime's ``controller_runtime_reconcile_total`` and ``workqueue_depth``
+    of the Kyma controller, in KLM's registry."""
+    reconciles = Counter(
+        "controller_runtime_reconcile_total",
+        "Total number of reconciliations per controller",
+        ["controller", "result"],
+        registry=metrics.registry,
+    )
+
+    def count(record: Reconcile) -> None:
+        result = RESULTS.get(record.outcome, "success")
+        reconciles.labels(controller="kyma", result=result).inc()
+
+    klm.reconciler.observers.append(count)
+    depth = Gauge(
+        "workqueue_depth",
+        "Current depth of workqueue",
+        ["name", "controller", "priority"],
+        registry=metrics.registry,
+    )
+    depth.labels(name="kyma", controller="kyma", priority="").set_function(
+        lambda: klm.reconciler.depth
+    )
+
+
 async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
     intervals = RequeueIntervals(
         success=args.kyma_requeue_success_interval,
@@ -147,56 +176,31 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
         api = await new_client_from_config(config_file=args.kubeconfig, persist_config=False)
         stack.push_async_callback(api.close)
         metrics = KlmMetrics()
-        reconciles = Counter(
-            "controller_runtime_reconcile_total",
-            "Total number of reconciliations per controller",
-            ["controller", "result"],
-            registry=metrics.registry,
-        )
-        await stack.enter_async_context(GatewaySecretFromCa(api))
-        watchers = await stack.enter_async_context(WatcherController(api))
         skrs = SkrClients(api)
         stack.push_async_callback(skrs.aclose)
+        klm = LifecycleManager(
+            api,
+            metrics=metrics,
+            workers=args.max_concurrent_kyma_reconciles,
+            listener_config=ListenerConfig(
+                component=COMPONENT, identity="xfcc", host=listen_host, port=listen_port
+            ),
+            pin_san=True,
+            intervals=intervals,
+            event_settle=args.watch_event_settle,
+        )
+        setup_gateway_secret_from_ca(klm)
+        watchers = setup_watcher_controller(klm)
         deployment = SkrDeployment(
             CertManagerCertificates(api, metrics=metrics),
             skrs,
             watchers=watchers.watchers,
             image_tag=args.skr_watcher_image_tag,
         )
-        klm = await stack.enter_async_context(
-            LifecycleManager(
-                api,
-                reconcile=KymaReconcile(api, skrs, watcher=deployment),
-                metrics=metrics,
-                workers=args.max_concurrent_kyma_reconciles,
-                listener_config=ListenerConfig(
-                    component=COMPONENT, identity="xfcc", host=listen_host, port=listen_port
-                ),
-                pin_san=True,
-                intervals=intervals,
-                event_settle=args.watch_event_settle,
-            )
-        )
-
-        def count(record: Reconcile) -> None:
-            result = RESULTS.get(record.outcome, "success")
-            reconciles.labels(controller="kyma", result=result).inc()
-
-        klm.reconciler.observers.append(count)
-        depth = Gauge(
-            "workqueue_depth",
-            "Current depth of workqueue",
-            ["name", "controller", "priority"],
-            registry=metrics.registry,
-        )
-        depth.labels(name="kyma", controller="kyma", priority="").set_function(
-            lambda: klm.reconciler.depth
-        )
-        await stack.enter_async_context(
-            ManifestController(
-                api, on_change=lambda key: klm.reconciler.enqueue(key, Trigger.MANIFEST_CHANGED)
-            )
-        )
+        klm.reconcile = KymaReconcile(api, skrs, watcher=deployment)
+        setup_manifest_controller(klm, klm.reconciler)
+        controller_metrics(klm, metrics)
+        await stack.enter_async_context(klm)
 
         async def exposition(_: web.Request) -> web.Response:
             body = generate_latest(UpstreamExposition(metrics.registry))

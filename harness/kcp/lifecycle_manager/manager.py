@@ -10,11 +10,13 @@ Ready; errors back off per key 5 s → 30 s, reset by a success); a Kyma labelle
 ``event received from SKR, adding kcp-system/<kyma> to queue``; zero or several matches
 drop the event (logged and counted). The work queue collapses duplicates.
 
-Parts: ``KymaCache`` (list+watch of KCP Kymas, ``lookup`` for SAN pinning) →
-``ListenerHost`` (the owned listener, restartable on the same port, its events → the
-manager; other managers can attach an ``EventConsumer`` of their own) → ``Reconciler``
-(queue runner, requeue intervals, record of every reconcile). ``observers`` see every
-event the manager handles (the harness's event log).
+Shape (style.md, "lifecycle-manager"): :class:`LifecycleManager` is KLM's controller
+runtime (:class:`~.queue.runtime.ControllerRuntime`) with the Kyma controller set up on it
+(:meth:`LifecycleManager.setup`, KLM's ``SetupWithManager``): ``KymaCache`` (an index over
+the shared Kyma informer, ``lookup`` for SAN pinning) and ``ListenerHost`` (the owned
+listener, restartable on the same port) feed its ``Reconciler`` (queue, requeue intervals,
+record of every reconcile); the other controllers are set up on the same runtime.
+``observers`` see every event the manager handles (the harness's event log).
 """
 
 from __future__ import annotations
@@ -26,9 +28,7 @@ from collections.abc import Callable
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service
-from harness.errors import HarnessError
-from harness.kcp.lifecycle_manager.events import EventConsumer, ListenerHost
+from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.lifecycle_manager.queue.reconciler import (
@@ -39,6 +39,8 @@ from harness.kcp.lifecycle_manager.queue.reconciler import (
     ReconcileTimeout,
     RequeueIntervals,
 )
+from harness.kcp.lifecycle_manager.queue.reconciler import logger as reconciler_logger
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KYMAS, get, merge_patch
 from watcher.domain import RUNTIME_ID_LABEL
@@ -51,7 +53,6 @@ COMPONENT = "lifecycle-manager"
 __all__ = [
     "COMPONENT",
     "RUNTIME_ID_LABEL",
-    "EventConsumer",
     "KymaCache",
     "KymaInfo",
     "LifecycleManager",
@@ -84,22 +85,22 @@ def mark_ready(api: ApiClient) -> ReconcileFn:
     return reconcile
 
 
-class LifecycleManager(Service):
-    """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP.
+class LifecycleManager(ControllerRuntime):
+    """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP:
+    its controller runtime with the Kyma controller set up (:meth:`setup`); the other
+    controllers are set up on it before it starts (:mod:`harness.environment.compose`).
 
-    Pass a running ``listener`` you own, or a ``listener_config`` (its component should be
-    ``lifecycle-manager``) and the manager creates, starts and stops the listener itself
-    (through a :class:`ListenerHost`, so :meth:`stop_listener`/:meth:`start_listener` can
-    take it away and bring it back on the same port), adding SAN pinning against its Kyma
-    cache when ``pin_san`` is set. With neither, it only reconciles (startup and requeue
-    timers); call ``handle_event`` to inject events.
+    With a ``listener_config`` (its component should be ``lifecycle-manager``) the manager
+    creates, starts and stops the listener itself (through a :class:`ListenerHost`, which
+    faults stop and start on the same port), adding SAN pinning against its Kyma cache
+    when ``pin_san`` is set. Without,
+    it only reconciles (startup and requeue timers); call ``handle_event`` to inject events.
     """
 
     def __init__(
         self,
         api: ApiClient,
         *,
-        listener: Listener | None = None,
         listener_config: ListenerConfig | None = None,
         pin_san: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
@@ -111,27 +112,19 @@ class LifecycleManager(Service):
         event_settle: float = 0.0,
         reconcile_log: logging.Logger | None = None,
     ) -> None:
-        """``event_settle``: seconds a Kyma queued by an SKR event waits before its
-        reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`;
+        """``reconcile``: the Kyma reconcile (default :func:`mark_ready`; may be set later,
+        before the start); ``event_settle``: seconds a Kyma queued by an SKR event waits
+        before its reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`;
         ``reconcile_log``: where the reconciler logs each reconcile (default its module's)."""
-        if listener is not None and listener_config is not None:
-            raise ValueError("pass either a listener or a listener_config, not both")
         if pin_san and listener_config is None:
             raise ValueError("pin_san needs listener_config (the manager adds the hook)")
+        super().__init__(api, clock=clock)
         self.namespace = namespace
         self.event_settle = event_settle
         self.metrics = metrics or KlmMetrics()
         """KLM's own metrics (scenario target ``klm``)."""
-        self.cache = KymaCache(api, namespace=namespace)
-        self.cache.on_change = self._kyma_changed
-        self._reconcile = reconcile or mark_ready(api)
-        self.reconciler = Reconciler(
-            self._reconcile_unless_skipped,
-            workers=workers,
-            intervals=intervals,
-            clock=clock,
-            log=reconcile_log,
-        )
+        self.reconcile = reconcile or mark_ready(api)
+        self.cache = KymaCache(namespace)
         self.host: ListenerHost | None = None
         if listener_config is not None:
             hooks = listener_config.verify_hooks
@@ -139,65 +132,54 @@ class LifecycleManager(Service):
                 hooks = (*hooks, san_pinning(self.cache.lookup))
             config = dataclasses.replace(listener_config, verify_hooks=hooks)
             self.host = ListenerHost(config, self.handle_event)
-        self._external_listener = listener
         self.event_counters: collections.Counter[str] = collections.Counter()
         self.observers: list[Callable[[ListenerEvent], None]] = []
         """Called with every event :meth:`handle_event` takes, before it is resolved."""
+        self.reconciler = self.setup(workers, intervals, reconcile_log or reconciler_logger)
+        self.reconciles = self.reconciler.reconciles
+        self.wait_for_reconcile = self.reconciler.wait_for_reconcile
+        """The Kyma controller's record, as every KLM shows it (:mod:`harness.kcp.klm_log`)."""
+
+    def setup(self, workers: int, intervals: RequeueIntervals, log: logging.Logger) -> Reconciler:
+        """The Kyma controller (KLM's ``SetupWithManager``): Kymas (cache) → created,
+        generation or labels changed; every Kyma at startup; SKR events (the listener) →
+        their runtime's Kyma; requeue by outcome (``intervals``), ``workers`` at once."""
+        reconciler = self.controller(
+            "kyma", self._reconcile_unless_skipped, intervals=intervals, workers=workers, log=log
+        )
+        self.cache.on_change = self._kyma_changed
+        self.watch(KYMAS, self.cache.apply, self.namespace)
+        self.on_synced.append(self._startup)
+        if self.host is not None:
+            self.add(self.host)
+        return reconciler
 
     @property
     def listener(self) -> Listener | None:
         """The listener receiving events right now (None while an owned one is stopped)."""
-        if self.host is not None:
-            return self.host.listener if self.host.running else None
-        return self._external_listener
-
-    def _owned_host(self) -> ListenerHost:
-        if self.host is None:
-            raise HarnessError("this LifecycleManager does not own its listener (no config)")
-        return self.host
-
-    async def stop_listener(self) -> None:
-        """Stop the owned listener; events it accepted are still handled first."""
-        await self._owned_host().stop()
-
-    async def start_listener(self) -> None:
-        """Start the owned listener again on the same port; its events reach this manager."""
-        await self._owned_host().start()
-
-    async def restart_listener(self) -> None:
-        await self._owned_host().restart()
+        return self.host.listener if self.host is not None and self.host.running else None
 
     @property
     def counters(self) -> collections.Counter[str]:
         """Reconciler counters plus ``events:received|enqueued|dropped-*``."""
         return self.reconciler.counters + self.event_counters
 
-    def reconciles(
-        self, kyma: str | None = None, trigger: Trigger | None = None, since: float | None = None
-    ) -> list[Reconcile]:
-        return self.reconciler.reconciles(kyma, trigger, since)
-
-    async def wait_for_reconcile(
-        self,
-        kyma: str,
-        trigger: Trigger | None = None,
-        since: float | None = None,
-        timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
-    ) -> Reconcile:
-        return await self.reconciler.wait_for_reconcile(kyma, trigger, since, timeout)
+    def _startup(self) -> None:
+        for kyma in self.cache.all():
+            self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
 
     def _kyma_changed(self, key: str, trigger: Trigger) -> None:
         """A Kyma appeared, or its spec or labels changed: reconcile it (KLM's predicate)."""
         logger.info("%s %s, adding it to queue", key, trigger.value)
         self.reconciler.enqueue(key, trigger)
 
-    async def _reconcile_unless_skipped(self, key: str) -> Outcome:
+    async def _reconcile_unless_skipped(self, key: str) -> Outcome | float:
         """KLM's ``skip-reconciliation`` label stops a Kyma's reconciles (and its requeue
         timer); removing the label is a label change, which reconciles it again."""
         info = self.cache.get(key)
         if info is not None and info.skip_reconciliation:
             return Outcome.SKIPPED
-        return await self._reconcile(key)
+        return await self.reconcile(key)
 
     async def handle_event(self, event: ListenerEvent) -> None:
         """Resolve the event's runtime id to one Kyma and enqueue it (trigger watch-event)."""
@@ -227,15 +209,3 @@ class LifecycleManager(Service):
             self.reconciler.enqueue_after(key, Trigger.WATCH_EVENT, self.event_settle)
         else:
             self.reconciler.enqueue(key, Trigger.WATCH_EVENT)
-
-    async def start(self) -> None:
-        """Cache and reconciler, every Kyma queued (trigger startup), then the events."""
-        await self.stack.enter_async_context(self.cache)
-        await self.stack.enter_async_context(self.reconciler)
-        for kyma in self.cache.all():
-            self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
-        if self.host is not None:
-            await self.stack.enter_async_context(self.host)
-        elif self._external_listener is not None:
-            consumer = EventConsumer(self._external_listener, self.handle_event, name="klm-events")
-            await self.stack.enter_async_context(consumer)

@@ -2,27 +2,26 @@
 
 KLM's Manifest controller installs a module into the SKR; ours does not install anything
 (``docs/klm.md``): a Manifest whose status does not describe its current generation gets,
-``ready_after`` seconds later, ``status.state: Ready`` — or ``Error`` when its module's
-ModuleTemplate is the harness's broken fixture (annotation ``harness.kyma-project.io/
-install: fail``, copied to the Manifest). A Manifest whose state changes (or that goes
-away) is reported to ``on_change`` with its Kyma's key, as KLM's Kyma controller is
-triggered by the Manifests it owns.
-"""
+``ready_after`` seconds after it was first seen so, ``status.state: Ready`` — or ``Error``
+when its module's ModuleTemplate is the harness's broken fixture (annotation
+``harness.kyma-project.io/ install: fail``, copied to the Manifest). A Manifest whose state
+changes (or that goes away) enqueues its Kyma, as KLM's Kyma controller is triggered by the
+Manifests it owns. A write that fails is retried after 1 s (the KCP API server restarting)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service, spawn, stop_tasks
 from harness.kcp.lifecycle_manager.kyma.modules import INSTALL_ANNOTATION
 from harness.kcp.lifecycle_manager.kyma.status import ERROR, READY
+from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome, Reconciler
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import MANIFESTS, KubeError, NotFound, merge_patch, object_key
-from harness.kube.watch import watch_objects
 from watcher.domain import KCP_NAMESPACE, KYMA_NAME_LABEL
 
 logger = logging.getLogger("harness.kcp.manifest")
@@ -43,69 +42,63 @@ def needs_install(manifest: Obj) -> bool:
     return status.get("observedGeneration") != generation or not status.get("state")
 
 
-class ManifestController(Service):
-    """``async with ManifestController(kcp_api, ready_after=1.0, on_change=...)``."""
+class ManifestController:
+    """The Manifest controller's reconcile: a Manifest due for its install gets its state."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        *,
-        ready_after: float = 0.5,
-        on_change: Callable[[str], None] | None = None,
-        namespace: str = KCP_NAMESPACE,
-    ) -> None:
+    def __init__(self, api: ApiClient, manifests: Informer, *, ready_after: float = 0.5) -> None:
         self._api = api
+        self._manifests = manifests.objects
         self.ready_after = ready_after
-        self.on_change = on_change
-        self.namespace = namespace
-        self._installs: dict[str, asyncio.Task[None]] = {}
-        self._states: dict[str, str] = {}
 
-    async def _run(self) -> None:
-        async for kind, obj in watch_objects(self._api, MANIFESTS, namespace=self.namespace):
-            if kind == "SYNCED":
-                continue
-            key = object_key(obj)
-            state = str((obj.get("status") or {}).get("state") or "")
-            changed = self._states.get(key) != state
-            if kind == "DELETED":
-                self._states.pop(key, None)
-                task = self._installs.pop(key, None)
-                if task is not None:
-                    task.cancel()
-                changed = True
-            else:
-                self._states[key] = state
-                if needs_install(obj) and key not in self._installs:
-                    self._installs[key] = spawn(self._install(key, obj), f"install-{key}")
-            kyma = ((obj.get("metadata") or {}).get("labels") or {}).get(KYMA_NAME_LABEL)
-            if changed and kyma and self.on_change is not None:
-                self.on_change(f"{self.namespace}/{kyma}")
-
-    async def _install(self, key: str, manifest: Obj) -> None:
+    async def __call__(self, key: str) -> Outcome:
+        manifest = self._manifests.get(key)
+        if manifest is None or not needs_install(manifest):
+            return Outcome.GONE
         meta = manifest.get("metadata") or {}
         status = {"state": target_state(manifest), "observedGeneration": meta.get("generation")}
         try:
-            await asyncio.sleep(self.ready_after)
-            while True:  # until written, gone, or the controller stops
-                try:
-                    await merge_patch(
-                        self._api, MANIFESTS, meta["name"], meta["namespace"],
-                        {"status": status}, subresource="status",
-                    )  # fmt: skip
-                    return
-                except NotFound:
-                    return
-                except KubeError as exc:  # e.g. the KCP API server restarting
-                    logger.info("Manifest %s: status not written yet: %s", key, exc)
-                    await asyncio.sleep(1.0)
-        finally:
-            self._installs.pop(key, None)
+            await merge_patch(
+                self._api, MANIFESTS, meta["name"], meta["namespace"],
+                {"status": status}, subresource="status",
+            )  # fmt: skip
+        except NotFound:
+            return Outcome.GONE
+        except KubeError as exc:  # e.g. the KCP API server restarting
+            logger.info("Manifest %s: status not written yet: %s", key, exc)
+            return Outcome.ERROR
+        return Outcome.SUCCESS
 
-    async def start(self) -> None:
-        self.stack.push_async_callback(self._stop_installs)  # after the watch that adds them
-        self.spawn(self._run(), "manifest-controller")
 
-    async def _stop_installs(self) -> None:
-        installs, self._installs = self._installs, {}
-        await stop_tasks(installs.values())
+def setup_manifest_controller(
+    runtime: ControllerRuntime,
+    kymas: Reconciler,
+    *,
+    ready_after: float = 0.5,
+    namespace: str = KCP_NAMESPACE,
+) -> ManifestController:
+    """Manifests (``namespace``) whose status lags their generation → their own key after
+    ``ready_after`` s (the first sighting's time holds); a state change or deletion → its
+    Kyma (trigger ``manifest-changed``, KLM's Kyma controller owns its Manifests)."""
+    informer = runtime.informer(MANIFESTS, namespace)
+    ctl = ManifestController(runtime.api, informer, ready_after=ready_after)
+    queue = runtime.controller("manifest", ctl, intervals=WATCH_DRIVEN, log=None)
+    states: dict[str, str] = {}
+
+    def manifest_event(kind: str, obj: Obj) -> None:
+        if kind == "SYNCED":
+            return
+        key = object_key(obj)
+        state = str((obj.get("status") or {}).get("state") or "")
+        changed = kind == "DELETED" or states.get(key) != state
+        if kind == "DELETED":
+            states.pop(key, None)
+        else:
+            states[key] = state
+            if needs_install(obj):
+                queue.enqueue_after(key, Trigger.MANIFEST_CHANGED, ready_after)
+        kyma = ((obj.get("metadata") or {}).get("labels") or {}).get(KYMA_NAME_LABEL)
+        if changed and kyma:
+            kymas.enqueue(f"{namespace}/{kyma}", Trigger.MANIFEST_CHANGED)
+
+    runtime.watch(MANIFESTS, manifest_event, namespace)
+    return ctl

@@ -24,9 +24,9 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service
-from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
-from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import (
     GATEWAYS,
     VIRTUAL_SERVICES,
@@ -40,7 +40,6 @@ from harness.kube import (
     merge_patch,
     object_key,
 )
-from harness.kube.watch import watch_objects
 from watcher.errors import InvalidWatcher
 from watcher.render.virtualservice import render_virtual_service
 from watcher.render.watcher_cr import Watcher, parse_watcher
@@ -101,96 +100,64 @@ def valid_watcher(obj: Mapping[str, Any]) -> Watcher | None:
         return None
 
 
-class WatcherController(Service):
-    """``async with WatcherController(api) as ctl:`` — returns once Gateways and Watchers
-    are listed (their first reconciles are then queued)."""
+class WatcherController:
+    """The Watcher controller: :meth:`reconcile` plus :func:`setup_watcher_controller`."""
 
     def __init__(
         self,
         api: ApiClient,
+        watchers: Informer,
+        gateways: Informer,
         *,
-        namespace: str | None = None,
         field_manager: str = FIELD_MANAGER,
-        retry_after: float = 1.0,
         sync_timeout: float = 30.0,
     ) -> None:
         self._api = api
-        self.namespace = namespace
+        self._watchers = watchers.objects
+        self._gateways = gateways.objects
         self._field_manager = field_manager
-        self._retry_after = retry_after
         self._sync_timeout = sync_timeout
         self.on_change: list[WatchersChanged] = []
-        self._watchers: dict[str, Obj] = {}
-        self._gateways: dict[str, Obj] = {}
         self._valid: dict[str, Watcher] = {}
-        self._runner: QueueRunner[str] = QueueRunner(self._handle, name="watcher-controller")
-        self._gateways_synced = asyncio.Event()
-        self._watchers_synced = asyncio.Event()
-        self._notify = asyncio.Event()
+        self.notify: Callable[[], None] = lambda: None
+        """Set by the setup: queue a :meth:`publish`."""
         self._published: frozenset[str] = frozenset()
         self._published_changed = asyncio.Condition()
-        self.reconciles = 0
         self.errors = 0
-        self.notifications = 0
 
     def watchers(self) -> list[Watcher]:
         """The current valid Watchers, sorted by namespace/name (list order)."""
         return [self._valid[k] for k in sorted(self._valid)]
 
-    # watch feeds -----------------------------------------------------------------------
-
-    async def _watch_gateways(self) -> None:
-        async for kind, obj in watch_objects(self._api, GATEWAYS):
-            if kind == "SYNCED":
-                self._gateways_synced.set()
-                continue
-            if kind == "DELETED":
-                self._gateways.pop(object_key(obj), None)
-            else:
-                self._gateways[object_key(obj)] = obj
-            for key in self._watchers:
-                self._runner.add(key, Trigger.WATCH_EVENT)
-
-    async def _watch_watchers(self) -> None:
-        async for kind, obj in watch_objects(self._api, WATCHERS, namespace=self.namespace):
-            if kind == "SYNCED":
-                self._watchers_synced.set()
-                self._notify.set()  # the installer gets the initial list too
-                continue
-            key = object_key(obj)
-            if kind == "DELETED":
-                self._watchers.pop(key, None)
-            else:
-                self._watchers[key] = obj
-                self._runner.add(key, Trigger.WATCH_EVENT)
-            self._update_valid(key)
-
-    def _update_valid(self, key: str) -> None:
-        obj = self._watchers.get(key)
-        watcher = valid_watcher(obj) if obj is not None else None
+    def watcher_changed(self, kind: str, obj: Obj) -> None:
+        """A Watcher event: the valid set (and after the first list the notifier) follows."""
+        if kind == "SYNCED":
+            self.notify()  # the installer gets the initial list too
+            return
+        key = object_key(obj)
+        watcher = valid_watcher(obj) if kind != "DELETED" else None
         if watcher == self._valid.get(key):
             return
         if watcher is None:
             self._valid.pop(key, None)
         else:
             self._valid[key] = watcher
-        self._notify.set()
+        self.notify()
 
-    async def _notifier(self) -> None:
-        while True:
-            await self._notify.wait()
-            self._notify.clear()
-            watchers = self.watchers()
-            self.notifications += 1
-            for callback in list(self.on_change):
-                try:
-                    await callback(watchers)
-                except Exception:
-                    self.errors += 1
-                    logger.exception("on_change callback %r failed", callback)
-            async with self._published_changed:
-                self._published = frozenset(f"{w.namespace}/{w.name}" for w in watchers)
-                self._published_changed.notify_all()
+    async def publish(self, _: str) -> Outcome:
+        """Hand the valid Watchers to every ``on_change`` callback (a burst coalesces in
+        the notifier's queue: one key)."""
+        watchers = self.watchers()
+        for callback in list(self.on_change):
+            try:
+                await callback(watchers)
+            except Exception:
+                self.errors += 1
+                logger.exception("on_change callback %r failed", callback)
+        async with self._published_changed:
+            self._published = frozenset(f"{w.namespace}/{w.name}" for w in watchers)
+            self._published_changed.notify_all()
+        return Outcome.SUCCESS
 
     async def _unpublished(self, key: str) -> None:
         """Until the ``on_change`` callbacks have run with a set that lacks ``key``.
@@ -211,22 +178,23 @@ class WatcherController(Service):
 
     # reconcile -------------------------------------------------------------------------
 
-    async def _handle(self, item: WorkItem[str]) -> None:
+    async def __call__(self, key: str) -> Outcome:
+        """Reconcile ``key``; a conflict waits for the next event, other API errors retry."""
         try:
-            await self.reconcile(item.key)
+            await self.reconcile(key)
         except Conflict as exc:
-            logger.debug("%s changed meanwhile, the next event reconciles it: %s", item.key, exc)
+            logger.debug("%s changed meanwhile, the next event reconciles it: %s", key, exc)
         except KubeError as exc:
             self.errors += 1
-            logger.warning("reconcile of Watcher %s failed, retrying: %s", item.key, exc)
-            self._runner.add_after(item.key, Trigger.REQUEUE_TIMER, self._retry_after)
+            logger.warning("reconcile of Watcher %s failed, retrying: %s", key, exc)
+            return Outcome.ERROR
+        return Outcome.SUCCESS
 
     async def reconcile(self, key: str) -> None:
         """Bring the VirtualService and status of Watcher ``key`` ("ns/name") in line."""
         obj = self._watchers.get(key)
         if obj is None:
             return
-        self.reconciles += 1
         meta = obj["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         finalizers = list(meta.get("finalizers") or [])
@@ -305,22 +273,26 @@ class WatcherController(Service):
         if any(o.get("uid") == meta.get("uid") for o in owners):
             await delete(self._api, VIRTUAL_SERVICES, meta["name"], meta["namespace"])
 
-    # lifecycle -------------------------------------------------------------------------
 
-    async def _wait(self, event: asyncio.Event, what: str) -> None:
-        try:
-            async with asyncio.timeout(self._sync_timeout):
-                await event.wait()
-        except TimeoutError:
-            raise KubeError(
-                f"{what} not listed within {self._sync_timeout:g} s; are the Watcher and "
-                "Istio CRDs applied (fixtures/crds)? see harness.kube warnings"
-            ) from None
+def setup_watcher_controller(runtime: ControllerRuntime, **options: Any) -> WatcherController:
+    """Watchers (all namespaces) → their own key; any Gateway change → every Watcher;
+    errors retried after 1 s, nothing else requeued; changes of the valid set → the
+    notifier (one key, so a burst coalesces)."""
+    watchers = runtime.informer(WATCHERS)
+    ctl = WatcherController(runtime.api, watchers, runtime.informer(GATEWAYS), **options)
+    queue = runtime.controller("watcher", ctl, intervals=WATCH_DRIVEN, log=None)
 
-    async def start(self) -> None:
-        await self.stack.enter_async_context(self._runner)
-        self.spawn(self._watch_gateways(), "watcher-controller-gateways")
-        await self._wait(self._gateways_synced, "Gateways")
-        self.spawn(self._watch_watchers(), "watcher-controller-watchers")
-        self.spawn(self._notifier(), "watcher-controller-notifier")
-        await self._wait(self._watchers_synced, "Watchers")
+    def watcher_event(kind: str, obj: Obj) -> None:
+        if kind in ("ADDED", "MODIFIED"):
+            queue.enqueue(object_key(obj), Trigger.WATCH_EVENT)
+        ctl.watcher_changed(kind, obj)
+
+    def gateway_event(kind: str, obj: Obj) -> None:
+        for key in watchers.objects if kind != "SYNCED" else ():
+            queue.enqueue(key, Trigger.WATCH_EVENT)
+
+    runtime.watch(WATCHERS, watcher_event)
+    runtime.watch(GATEWAYS, gateway_event)
+    notifier = runtime.controller("watcher-notifier", ctl.publish, intervals=WATCH_DRIVEN, log=None)
+    ctl.notify = lambda: notifier.enqueue("watchers", Trigger.WATCH_EVENT)
+    return ctl

@@ -1,7 +1,9 @@
 """KLM's watcher health: every Kyma whose Runtime Watcher is installed is probed.
 
 The product's :class:`~watcher.health.monitor.HealthMonitor` does the judging; this is the
-Lifecycle Manager's use of it, shaped like its other controllers:
+Lifecycle Manager's use of it, set up on KLM's runtime like its other controllers
+(:func:`setup_watcher_health`: its listener and monitor run there, its transitions feed
+the Kyma controller):
 
 * **membership** comes from the Kyma reconcile: once its watcher step installed the
   watcher, :meth:`WatcherHealth.watch` adds the runtime (idempotent), and the status step
@@ -38,10 +40,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from harness.aio import Service
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
 from harness.kcp.lifecycle_manager.queue.reconciler import Reconciler
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import CONFIG_MAPS, KubeError, apply
 from watcher.domain import RUNTIME_ID_LABEL
@@ -116,8 +118,8 @@ def _write_failure(exc: Exception) -> str:
     return type(exc).__name__
 
 
-class WatcherHealth(Service):
-    """``async with WatcherHealth(skrs, reconciler, policy=..., listener_config=...)``."""
+class WatcherHealth:
+    """The health prober; runs on the runtime it is set up on (:func:`setup_watcher_health`)."""
 
     def __init__(
         self,
@@ -209,11 +211,16 @@ class WatcherHealth(Service):
             logger.info("watcher of %s works again: reconciling it to catch up", key)
         self._reconciler.enqueue(key, trigger)
 
-    # lifecycle ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        await self.stack.enter_async_context(self.host)
-        await self.stack.enter_async_context(self.monitor)
+def setup_watcher_health(
+    runtime: ControllerRuntime, skrs: SkrClients, kymas: Reconciler, **options: Any
+) -> WatcherHealth:
+    """The prober's listener and monitor run on ``runtime``; its transitions are a watch of
+    the Kyma controller ``kymas`` (triggers ``watcher-health``, ``watcher-recovered``)."""
+    health = WatcherHealth(skrs, kymas, **options)
+    runtime.add(health.host)
+    runtime.add(health.monitor)
+    return health
 
 
-__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "health_condition", "webhook_call_failure"]
+__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "setup_watcher_health"]

@@ -19,7 +19,8 @@ from harness.clusters.binaries import Binaries, ensure_binaries
 from harness.clusters.plane import LocalBackend
 from harness.errors import BinaryUnavailable
 from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.gateway.routes import GROUP, PLURAL, VERSION, ServiceRegistry, VirtualServiceSync
+from harness.kcp.gateway.routes import GROUP, PLURAL, VERSION, ServiceRegistry, setup_route_sync
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from watcher.listener import Listener, ListenerConfig
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +76,9 @@ async def test_routes_follow_virtual_services(cluster_binaries: Binaries, tmp_pa
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
         )
         registry = ServiceRegistry()
-        sync = await stack.enter_async_context(VirtualServiceSync(api, gateway, registry))
+        istio = ControllerRuntime(api)
+        sync = setup_route_sync(istio, gateway, registry)
+        await stack.enter_async_context(istio)
         async with asyncio.timeout(10):
             await sync.wait_listed()
         objects = client.CustomObjectsApi(api)

@@ -95,7 +95,7 @@ async def test_skip_reconciliation_stops_reconciles_until_the_label_goes() -> No
 )
 def test_the_runtime_id_index_agrees_with_a_scan(ops: list[tuple[str, str, bool]]) -> None:
     """Kymas added, relabelled and deleted in any order: the index finds what a scan would."""
-    cache = KymaCache(cast(Any, None))
+    cache = KymaCache()
     for name, runtime_id, delete in ops:
         obj = kyma(name, runtime_id)
         cache.apply("DELETED" if delete else "MODIFIED", obj)

@@ -152,3 +152,124 @@ async def test_events_route_to_the_one_kyma_with_the_runtime_id(
     assert await klm.cache.lookup("", ObjectKey("kcp-system", "c1")) == {
         "skr-domain": "c1.example.com"
     }
+
+
+# workers over the queue ---------------------------------------------------------------
+
+NO_REQUEUE = RequeueIntervals(requeue=False)
+
+
+class Gated:
+    """A reconcile that can be held at a gate per key; counts overlapping runs of a key."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, asyncio.Event] = {}
+        self.entered: dict[str, asyncio.Event] = {}
+        self.running: set[str] = set()
+        self.overlaps = 0
+
+    async def __call__(self, key: str) -> Outcome:
+        if key in self.running:
+            self.overlaps += 1
+        self.running.add(key)
+        self.entered.setdefault(key, asyncio.Event()).set()
+        try:
+            gate = self.gates.get(key)
+            if gate is not None:
+                await gate.wait()
+            return Outcome.SUCCESS
+        finally:
+            self.running.discard(key)
+
+
+async def wait_count(rec: Reconciler, n: int, within: float = 2.0) -> None:
+    async with asyncio.timeout(within):
+        while len(rec.reconciles()) < n:
+            await asyncio.sleep(0.005)
+
+
+async def test_duplicates_collapse_and_a_key_readded_while_processing_runs_again() -> None:
+    gated = Gated()
+    gated.gates["a"] = asyncio.Event()
+    gated.entered["a"] = asyncio.Event()
+    async with Reconciler(gated, workers=3, intervals=NO_REQUEUE) as rec:
+        rec.enqueue("a", S)
+        await asyncio.wait_for(gated.entered["a"].wait(), 2)
+        for _ in range(5):
+            rec.enqueue("a", W)  # while processing: collapse into one re-run
+        rec.enqueue("a", R)
+        gated.gates["a"].set()
+        await wait_count(rec, 2)
+        assert rec.depth == 0
+    assert [r.triggers for r in rec.reconciles()] == [frozenset({S}), frozenset({W, R})]
+    assert gated.overlaps == 0
+
+
+async def test_pending_duplicates_collapse_with_merged_triggers() -> None:
+    rec = Reconciler(Gated(), intervals=NO_REQUEUE)
+    rec.enqueue("a", S)  # not started yet: all three wait in the queue as one entry
+    rec.enqueue("a", W)
+    rec.enqueue("b", W)
+    async with rec:
+        await wait_count(rec, 2)
+    assert [(r.kyma, r.triggers) for r in rec.reconciles()] == [
+        ("a", frozenset({S, W})),
+        ("b", frozenset({W})),
+    ]
+
+
+async def test_delayed_add_waits_and_an_earlier_time_wins() -> None:
+    async with Reconciler(Gated(), intervals=NO_REQUEUE) as rec:
+        start = rec.now()
+        rec.enqueue_after("a", R, 10.0)
+        rec.enqueue_after("a", R, 0.05)  # earlier wins
+        await wait_count(rec, 1)
+        waited = rec.now() - start
+    assert 0.05 <= waited < 1.0
+    assert rec.reconciles()[0].triggers == {R}
+
+
+async def test_workers_run_different_keys_concurrently() -> None:
+    gated = Gated()
+    release = asyncio.Event()
+    for key in "abc":
+        gated.gates[key] = release
+    async with Reconciler(gated, workers=3, intervals=NO_REQUEUE) as rec:
+        for key in "abc":
+            rec.enqueue(key, S)
+        async with asyncio.timeout(2):
+            while len(gated.running) < 3:
+                await asyncio.sleep(0.005)
+        assert rec.in_progress == 3
+        release.set()
+        await wait_count(rec, 3)
+
+
+async def test_a_failing_observer_is_logged_and_the_workers_continue() -> None:
+    async with Reconciler(Gated(), intervals=NO_REQUEUE) as rec:
+
+        def observe(record: Any) -> None:
+            if record.kyma == "bad":
+                raise RuntimeError("boom")
+
+        rec.observers.append(observe)
+        rec.enqueue("bad", S)
+        rec.enqueue("good", S)
+        await wait_count(rec, 2)
+    assert [r.kyma for r in rec.reconciles()] == ["bad", "good"]
+
+
+async def test_stop_cancels_a_reconcile_in_progress() -> None:
+    gated = Gated()
+    gated.gates["a"] = asyncio.Event()  # never released
+    gated.entered["a"] = asyncio.Event()
+    async with Reconciler(gated, workers=2, intervals=NO_REQUEUE) as rec:
+        rec.enqueue("a", S)
+        await asyncio.wait_for(gated.entered["a"].wait(), 2)
+    assert rec.reconciles() == []
+    assert rec.in_progress == 0  # done() ran on cancellation
+
+
+def test_workers_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        Reconciler(Gated(), workers=0)

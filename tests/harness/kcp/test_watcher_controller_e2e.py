@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import pytest
+from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters.plane import Cluster
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.watcher_controller import (
     CONDITION_TYPE,
     FINALIZER,
     WatcherController,
+    setup_watcher_controller,
 )
 from harness.kube import GATEWAYS, VIRTUAL_SERVICES, WATCHERS, apply, create, get, merge_patch
 from harness.kube import delete as delete_object
@@ -21,6 +25,15 @@ from watcher.render.watcher_cr import Watcher, klm_watcher_dict, watcher_dict
 
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
+
+
+@asynccontextmanager
+async def running(api: ApiClient) -> AsyncIterator[WatcherController]:
+    """The Watcher controller alone on a runtime of its own."""
+    runtime = ControllerRuntime(api)
+    controller = setup_watcher_controller(runtime)
+    async with runtime:
+        yield controller
 
 
 async def eventually(
@@ -58,7 +71,7 @@ async def test_watcher_lifecycle_renders_updates_rejects_and_cleans_up(kcp: Clus
         async def last_change() -> list[Watcher] | None:
             return changes[-1] if changes else None
 
-        async with WatcherController(api) as controller:
+        async with running(api) as controller:
             controller.on_change.append(record)
             created = await create(api, WATCHERS, klm_watcher_dict())
             uid = created["metadata"]["uid"]
@@ -139,7 +152,7 @@ async def test_invalid_watcher_gets_error_and_no_virtual_service(kcp: Cluster) -
             resource=("operator.kyma-project.io", "*", "kymas"),
             service=("svc", "kcp-system", 8082),
         )
-        async with WatcherController(api):
+        async with running(api):
             await create(api, WATCHERS, invalid)
             broken = await eventually(
                 lambda: get(api, WATCHERS, "broken", "kcp-system"), lambda w: state(w) == "Error"
@@ -152,7 +165,7 @@ async def test_invalid_watcher_gets_error_and_no_virtual_service(kcp: Cluster) -
 async def test_watcher_without_matching_gateway_becomes_ready_when_one_appears(
     kcp: Cluster,
 ) -> None:
-    async with kcp.api_client() as api, WatcherController(api):
+    async with kcp.api_client() as api, running(api):
         await create(api, WATCHERS, klm_watcher_dict())
         waiting = await eventually(
             lambda: get(api, WATCHERS, "klm-watcher", "kcp-system"), lambda w: state(w) == "Error"

@@ -6,21 +6,24 @@ keeps the Secret Istio's ingress serves: ``ca.crt`` = every unexpired CA, newest
 annotated ``caAddedToBundleAt`` (when the newest arrived); ``tls.crt``/``tls.key`` = the CA
 itself, switched to a new CA only once it has been in the bundle for the grace period, so
 every SKR trusts it first (klm-reference §3). The decisions are :mod:`.policy`'s; this
-module only reads the CA Secret (every ``poll`` seconds) and writes the gateway Secret.
+module only reads the CA Secret and writes the gateway Secret: a controller of one key on
+KLM's runtime, requeued every ``poll`` seconds (style.md "lifecycle-manager").
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
-from typing import Final
+from typing import Any, Final
 
 from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
-from harness.aio import Service
 from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.certificates.gateway_secret import KEY
+from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
+from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.tls_secret import SecretLayoutError, tls_data, tls_secret
 from harness.kube import SECRETS, KubeError, create_or_replace, get
 from watcher import pki
@@ -45,8 +48,8 @@ def _rfc3339(moment: dt.datetime) -> str:
     return policy.whole_second(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class GatewaySecretFromCa(Service):
-    """``async with GatewaySecretFromCa(api):`` — the gateway Secret follows the CA."""
+class GatewaySecretFromCa:
+    """The gateway Secret follows the CA (set up by :func:`setup_gateway_secret_from_ca`)."""
 
     def __init__(
         self,
@@ -128,16 +131,22 @@ class GatewaySecretFromCa(Service):
         ]
         self._serving = (data["tls.crt"], data["tls.key"])
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.sync()
-            except KubeError as exc:
-                logger.info("gateway Secret not synced: %s", exc)
-            await asyncio.sleep(self.poll)
-
-    async def start(self) -> None:
-        self.spawn(self._run(), "gateway-secret-from-ca")
+    async def __call__(self, _: str) -> Outcome | float:
+        """One sync; due again after ``poll`` seconds (1 s after an API error)."""
+        try:
+            await self.sync()
+        except KubeError as exc:
+            logger.info("gateway Secret not synced: %s", exc)
+            return Outcome.ERROR
+        return self.poll
 
 
-__all__ = ["CA_SECRET", "GatewaySecretFromCa"]
+def setup_gateway_secret_from_ca(runtime: ControllerRuntime, **options: Any) -> GatewaySecretFromCa:
+    """One key, reconciled from the start and then every ``poll`` seconds."""
+    handler = GatewaySecretFromCa(runtime.api, **options)
+    queue = runtime.controller("gateway-secret", handler, intervals=WATCH_DRIVEN, log=None)
+    runtime.on_synced.append(lambda: queue.enqueue(KEY, Trigger.STARTUP))
+    return handler
+
+
+__all__ = ["CA_SECRET", "GatewaySecretFromCa", "setup_gateway_secret_from_ca"]

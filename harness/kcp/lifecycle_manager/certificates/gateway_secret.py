@@ -4,9 +4,11 @@
 the gateway Secret true to :mod:`.policy`: ``ca.crt`` is every unexpired CA, newest first;
 annotation ``caAddedToBundleAt`` says when the newest arrived; ``tls.crt``/``tls.key`` are
 the gateway's serving certificate, from the CA that has been in the bundle for the grace
-period. A timer task wakes at the next deadline (a CA due for renewal, a serving switch,
-an expiry); :meth:`GatewaySecretManager.rotate` makes a new CA at once (``fault: {rotate:
-ca}``).
+period. Its controller (one key; style.md "lifecycle-manager": a reconcile that returns
+when it is due again) runs :meth:`GatewaySecretManager.tick` and is requeued at the next
+deadline (a CA due for renewal, a serving switch, an expiry; at most :data:`MAX_SLEEP`),
+1 s after a failed write; :meth:`GatewaySecretManager.rotate` makes a new CA at once
+(``fault: {rotate: ca}``).
 
 Ordering, so that no delivery fails: a new CA becomes the **issuing** CA (what
 :class:`~harness.kcp.lifecycle_manager.certificates.client.KymaCertificates` signs with) only after
@@ -19,7 +21,6 @@ serving certificate from it (with the SANs the SKR webhooks dial), see ``docs/kl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,8 @@ from kubernetes_asyncio.client import ApiClient
 from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome, Reconciler
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.tls_secret import tls_secret
 from harness.kube import SECRETS, KubeError, create_or_replace, ensure_namespace
 from watcher import pki
@@ -47,6 +50,7 @@ SERVING_CA_ANNOTATION = "harness.kyma-project.io/serving-ca"
 """Ours: the CN of the CA whose certificate the gateway serves (for scenario asserts)."""
 MAX_SLEEP = 30.0
 """The timer re-checks at least this often (seconds), whatever the deadlines say."""
+KEY = f"{ISTIO_NAMESPACE}/{GATEWAY_SECRET_NAME}"
 
 ServerCertificate = Callable[[pki.CertificateAuthority], pki.Issued]
 """CA → the gateway's serving certificate from it."""
@@ -98,7 +102,9 @@ class GatewaySecretManager(Service):
         self._serving: tuple[pki.CertificateAuthority, pki.Issued] | None = None
         self._generation = 0
         self._lock = asyncio.Lock()
-        self._wake = asyncio.Event()
+        self._controller = Reconciler(
+            self._reconcile, name="gateway-secret", intervals=WATCH_DRIVEN, log=None
+        )
         self.on_rotated: list[Callable[[pki.CertificateAuthority], None]] = []
         """Called with each new CA once it issues (after ``confirm``)."""
 
@@ -163,7 +169,8 @@ class GatewaySecretManager(Service):
         await ensure_namespace(self._api, ISTIO_NAMESPACE)
         await self._write()
         self._issuing = ca
-        self.spawn(self._timer(), "gateway-secret-timer")
+        await self.stack.enter_async_context(self._controller)
+        self._controller.enqueue(KEY, Trigger.STARTUP)
 
     async def _new_ca(self) -> pki.CertificateAuthority:
         self._generation += 1
@@ -200,7 +207,7 @@ class GatewaySecretManager(Service):
         logger.info("new CA %s in the gateway bundle (%d CAs)", ca.common_name, len(self._bundle))
         for callback in list(self.on_rotated):
             callback(ca)
-        self._wake.set()
+        self._controller.enqueue(KEY, Trigger.CERTIFICATE_RENEWED)
         return ca
 
     async def drop_old(self) -> None:
@@ -242,23 +249,17 @@ class GatewaySecretManager(Service):
             if changed:
                 await self._write()
 
-    async def _timer(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except KubeError as exc:  # the KCP API server restarting: try again soon
-                logger.info("gateway Secret not written: %s", exc)
-                await asyncio.sleep(1.0)
-                continue
-            now = self._clock()
-            index = policy.serving_entry([b.entry for b in self._bundle], now, self.timings.grace)
-            deadline = policy.next_deadline(
-                [b.entry for b in self._bundle], index, now, self.timings
-            )
-            sleep = min(max((deadline - now).total_seconds(), 0.05), MAX_SLEEP)
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=sleep)
+    async def _reconcile(self, _: str) -> Outcome | float:
+        """What is due now; the seconds until the next deadline."""
+        try:
+            await self.tick()
+        except KubeError as exc:  # the KCP API server restarting: try again soon
+            logger.info("gateway Secret not written: %s", exc)
+            return Outcome.ERROR
+        now = self._clock()
+        index = policy.serving_entry([b.entry for b in self._bundle], now, self.timings.grace)
+        deadline = policy.next_deadline([b.entry for b in self._bundle], index, now, self.timings)
+        return min(max((deadline - now).total_seconds(), 0.05), MAX_SLEEP)
 
 
 __all__ = ["SERVING_CA_ANNOTATION", "GatewaySecretManager", "RotationError"]

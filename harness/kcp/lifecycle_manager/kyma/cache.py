@@ -1,4 +1,4 @@
-"""What the KCP knows about Kymas, kept current by list+watch: runtime id → Kyma.
+"""What the KCP knows about Kymas, kept current by the shared Kyma informer: runtime id → Kyma.
 
 The Lifecycle Manager stand-in resolves each SKR event (which names a runtime id, the
 client certificate's CN) to the KCP Kyma labelled ``kyma-project.io/runtime-id`` with that
@@ -15,23 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes_asyncio.client import ApiClient
-
-from harness.aio import Service
-from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kube import KYMAS, object_key
-from harness.kube.watch import Backoff, watch_objects
+from harness.kube import object_key
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKIP_RECONCILIATION_LABEL
 from watcher.model import ObjectKey
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.kyma.cache")
 
 DEFAULT_NAMESPACE = KCP_NAMESPACE
-
-
-class CacheNotSynced(HarnessError, TimeoutError):
-    """The initial list of Kymas did not complete before the deadline."""
 
 
 @dataclass(frozen=True)
@@ -88,25 +79,16 @@ def change_trigger(previous: KymaInfo | None, current: KymaInfo) -> Trigger | No
     return None
 
 
-class KymaCache(Service):
-    """``async with KymaCache(api) as cache:`` — returns once the initial list is in."""
+class KymaCache:
+    """The Kyma controller's index over the shared Kyma informer (fed through :meth:`apply`)."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        *,
-        namespace: str | None = DEFAULT_NAMESPACE,
-        sync_timeout: float = 30.0,
-        backoff: Backoff = Backoff(),  # noqa: B008 - frozen
-    ) -> None:
-        self._api = api
+    def __init__(self, namespace: str | None = DEFAULT_NAMESPACE) -> None:
         self.namespace = namespace
-        self._sync_timeout = sync_timeout
-        self._backoff = backoff
         self._kymas: dict[str, KymaInfo] = {}
         self._by_runtime_id: dict[str, set[str]] = {}
         """runtime id → keys of the Kymas labelled with it (kept with ``_kymas``)."""
-        self._synced = asyncio.Event()
+        self.synced = False
+        """The first list has been taken in."""
         self._changed = asyncio.Event()
         self.on_change: Callable[[str, Trigger], None] | None = None
         """Told ``(key, trigger)`` when a Kyma appears or changes after the first list."""
@@ -138,21 +120,6 @@ class KymaCache(Service):
         matches = self.by_runtime_id(runtime_id, self.namespace)
         return dict(matches[0].annotations) if len(matches) == 1 else None
 
-    @property
-    def synced(self) -> bool:
-        return self._synced.is_set()
-
-    async def wait_synced(self, within: float | None = None) -> None:
-        try:
-            async with asyncio.timeout(self._sync_timeout if within is None else within):
-                await self._synced.wait()
-        except TimeoutError:
-            where = self.namespace or "all namespaces"
-            raise CacheNotSynced(
-                f"Kymas in {where} not listed within {self._sync_timeout:g} s; is the Kyma "
-                "CRD applied and the KCP API server reachable? (see harness.kube warnings)"
-            ) from None
-
     async def wait_for(self, key: str, *, present: bool = True, within: float = 10.0) -> None:
         """Until the cache has (or no longer has) ``key``; ``TimeoutError`` otherwise."""
         async with asyncio.timeout(within):
@@ -167,7 +134,7 @@ class KymaCache(Service):
         first list is complete, a Kyma that appears or changes (:func:`change_trigger`) is
         reported to ``on_change``; the initial list is the manager's startup."""
         if kind == "SYNCED":
-            self._synced.set()
+            self.synced = True
         elif kind == "DELETED":
             self._forget(object_key(obj))
         else:
@@ -189,13 +156,3 @@ class KymaCache(Service):
             if not keys:
                 self._by_runtime_id.pop(info.runtime_id, None)
         return info
-
-    async def _run(self) -> None:
-        async for kind, obj in watch_objects(
-            self._api, KYMAS, namespace=self.namespace, backoff=self._backoff
-        ):
-            self.apply(kind, obj)
-
-    async def start(self) -> None:
-        self.spawn(self._run(), "kyma-cache")
-        await self.wait_synced()

@@ -87,8 +87,7 @@ SKR_CRDS: Final = (CRD_DIR / "kyma.yaml", CRD_DIR / "catalog.yaml")
 SKR_CRD_NAMES: Final = tuple(
     str(doc["metadata"]["name"]) for path in SKR_CRDS for doc in load_yaml_documents(path)
 )
-"""What a Kyma's deletion takes from its SKR again, as upstream's KLM does."""
-"""What KLM installs into an SKR on first contact."""
+"""What KLM installs into an SKR on first contact, and a Kyma's deletion takes again."""
 SKR_KYMA_LABELS: Final = {WATCHED_BY_LABEL: "kyma", MANAGED_BY_LABEL: LIFECYCLE_MANAGER}
 """Labels of every SKR Kyma KLM creates (plus its runtime id)."""
 CATALOG: Final = (MODULE_TEMPLATES, MODULE_RELEASE_METAS)
@@ -346,6 +345,22 @@ class KymaReconcile:
 
     # deletion --------------------------------------------------------------------------
 
+    async def _clean_skr(self, skr: ApiClient, kyma: Obj) -> None:
+        """The SKR as upstream's KLM leaves it: no watcher, SKR Kyma, catalog copies or
+        KLM's CRDs (``kyma-system`` stays)."""
+        if self.watcher is not None:
+            await self.watcher.remove(kyma, skr_reachable=True)
+        await delete(skr, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE)
+        for resource in CATALOG:
+            try:
+                copies, _ = await list_objects(skr, resource, SKR_NAMESPACE, label_selector=MANAGED)
+            except NotFound:  # KLM's CRDs went in an earlier pass
+                continue
+            for copy in copies:
+                await delete(skr, resource, _meta(copy)["name"], SKR_NAMESPACE)
+        for crd in SKR_CRD_NAMES:
+            await delete(skr, CRDS, crd)
+
     async def delete(self, kyma: Obj) -> Outcome:
         """The finalizer's work: the state ``Deleting``, then Manifests, the SKR's Kyma,
         catalog copies and KLM's CRDs there, the finalizer."""
@@ -374,20 +389,7 @@ class KymaReconcile:
             if self.watcher is not None:
                 await self.watcher.remove(kyma, skr_reachable=False)
         else:
-            if self.watcher is not None:
-                await self.watcher.remove(kyma, skr_reachable=True)
-            await delete(skr, KYMAS, SKR_KYMA_NAME, SKR_NAMESPACE)
-            for resource in CATALOG:
-                try:
-                    copies, _ = await list_objects(
-                        skr, resource, SKR_NAMESPACE, label_selector=MANAGED
-                    )
-                except NotFound:  # KLM's CRDs went in an earlier pass
-                    continue
-                for copy in copies:
-                    await delete(skr, resource, _meta(copy)["name"], SKR_NAMESPACE)
-            for crd in SKR_CRD_NAMES:
-                await delete(skr, CRDS, crd)
+            await self._clean_skr(skr, kyma)
         finalizers = [f for f in meta.get("finalizers") or [] if f != KYMA_FINALIZER]
         if finalizers != list(meta.get("finalizers") or []):
             with contextlib.suppress(NotFound):  # already gone: nothing to release

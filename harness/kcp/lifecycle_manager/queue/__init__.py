@@ -1,2 +1,3 @@
-"""KLM's work queue: keys with triggers (``workqueue``, pure), worker tasks over it
-(``runner``), and the Kyma reconciler's requeue-by-outcome and record (``reconciler``)."""
+"""The controller runtime of the KCP: keys with triggers (``workqueue``, pure), a
+controller's workers, requeue-by-outcome and record (``reconciler``), shared informers and
+setups (``runtime``)."""

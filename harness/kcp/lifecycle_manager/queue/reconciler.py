@@ -1,16 +1,19 @@
-"""The Kyma reconcile loop of the Lifecycle Manager stand-in, and its record.
+"""A controller of the KCP: its reconcile loop, requeue by outcome, and its record.
 
-Keys are ``"namespace/name"``. After each reconcile the key is requeued (trigger
-``requeue-timer``) after the interval for its outcome, as KLM does; watch events and the
-startup add keys directly. Every reconcile is recorded (when, why — the merged triggers —,
-how long after the first trigger, outcome) so tests and reports can ask "was kyma X
-reconciled because of an event, and how fast?".
-"""
+Every controller of the Lifecycle Manager stand-in (and of the gateway) is one of these, set
+up on a :class:`~.runtime.ControllerRuntime` (controller-runtime's controller: a
+``Reconcile`` returning a requeue decision, style.md "lifecycle-manager"). Keys are
+``"namespace/name"``. After each reconcile the key is requeued (trigger ``requeue-timer``)
+after the interval for its outcome, as KLM does, or after the seconds the reconcile returned
+(``Result{RequeueAfter}``); watch events and the startup add keys directly. Every reconcile
+is recorded (when, why — the merged triggers —, how long after the first trigger, outcome)
+so tests and reports can ask "was kyma X reconciled because of an event, and how fast?"."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 import uuid
@@ -21,8 +24,7 @@ from enum import StrEnum
 from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR
-from harness.kcp.lifecycle_manager.queue.runner import QueueRunner
-from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem
+from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem, WorkQueue
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.reconciler")
 
@@ -47,17 +49,23 @@ class RequeueIntervals:
     warning: float = 30.0
     error_max: float = 30.0
     """... up to this (KLM's per-key rate limiter: 5 s → 30 s, reset by a success)."""
+    requeue: bool = True
+    """False: only errors are requeued (a controller driven by its watches alone)."""
 
     def after(self, outcome: Outcome, failures: int = 1) -> float | None:
         """Seconds until the requeue; ``failures``: consecutive errors of the key so far,
         this one included. ``None``: not requeued (gone, skipped)."""
-        if outcome in (Outcome.GONE, Outcome.SKIPPED):
-            return None
         if outcome is Outcome.ERROR:
             return float(
                 min(self.error * 2 ** max(0, failures - 1), max(self.error, self.error_max))
             )
+        if outcome in (Outcome.GONE, Outcome.SKIPPED) or not self.requeue:
+            return None
         return float(getattr(self, outcome.value))
+
+
+WATCH_DRIVEN = RequeueIntervals(error=1.0, error_max=1.0, requeue=False)
+"""Requeue rules of a controller its watches drive: errors retried after 1 s, nothing else."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,8 @@ class ReconcileTimeout(HarnessError, TimeoutError):
     """No matching reconcile before the deadline; the message lists what was seen."""
 
 
-ReconcileFn = Callable[[str], Awaitable[Outcome]]
+ReconcileFn = Callable[[str], Awaitable[Outcome | float]]
+"""Key → its outcome, or the seconds until it is due again (a success)."""
 
 
 class Reconciler(Service):
@@ -88,21 +97,26 @@ class Reconciler(Service):
         self,
         reconcile: ReconcileFn,
         *,
+        name: str = "kyma",
         workers: int = 1,
         intervals: RequeueIntervals = RequeueIntervals(),
         clock: Callable[[], float] | None = None,
         wall_clock: Callable[[], float] = time.time,
-        log: logging.Logger | None = None,
+        log: logging.Logger | None = logger,
     ) -> None:
+        self.name = name
         self._reconcile = reconcile
-        self._log = log or logger
+        self._log = log
         """Where the reconcile lines go (an environment observing this KLM through its log
-        hands its own logger)."""
+        hands its own logger; None: none, as for every controller but Kyma's)."""
         self.intervals = intervals
         self._wall = wall_clock
-        self._runner: QueueRunner[str] = QueueRunner(
-            self._handle, workers=workers, name="kyma-reconciler", clock=clock
-        )
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self._workers = workers
+        self._clock = clock
+        self._queue: WorkQueue[str] = WorkQueue()
+        self._wake = asyncio.Event()
         self._records: list[Reconcile] = []
         self._failures: collections.Counter[str] = collections.Counter()
         """Consecutive errors per key (the backoff's exponent); cleared by any other outcome."""
@@ -111,80 +125,94 @@ class Reconciler(Service):
         self.observers: list[Callable[[Reconcile], None]] = []
         """Told every reconcile as it is recorded (e.g. ``watcher-harness up``'s live view)."""
 
+    def now(self) -> float:
+        """The queue's clock (the event loop's ``time()`` unless one was injected)."""
+        return self._clock() if self._clock else asyncio.get_running_loop().time()
+
     def enqueue(self, kyma: str, trigger: Trigger) -> None:
-        self._runner.add(kyma, trigger)
+        """Make ``kyma`` ready now (collapses with a pending entry)."""
+        self._queue.add(kyma, trigger, self.now())
+        self._wake.set()
         self.counters[f"enqueued:{trigger.value}"] += 1
 
     def enqueue_after(self, kyma: str, trigger: Trigger, delay: float) -> None:
         """``enqueue`` in ``delay`` seconds (an earlier pending time for the key wins)."""
-        self._runner.add_after(kyma, trigger, delay)
+        self._add_after(kyma, trigger, delay)
         self.counters[f"enqueued:{trigger.value}"] += 1
+
+    def _add_after(self, kyma: str, trigger: Trigger, delay: float) -> None:
+        self._queue.add_after(kyma, trigger, self.now() + max(0.0, delay))
+        self._wake.set()
 
     def requeue_after(self, kyma: str, delay: float) -> None:
         """Move ``kyma``'s next requeue-timer reconcile to ``delay`` seconds from now if that
         is earlier than the one pending. KLM spreads requeues so over [0, success interval)
         after a ModuleReleaseMeta change, so that not every Kyma is reconciled at once."""
-        self._runner.add_after(kyma, Trigger.REQUEUE_TIMER, delay)
+        self._add_after(kyma, Trigger.REQUEUE_TIMER, delay)
 
     @property
     def depth(self) -> int:
         """Keys ready and waiting for a worker (not those being reconciled, nor delayed)."""
-        return len(self._runner)
+        return len(self._queue)
 
     @property
     def in_progress(self) -> int:
         """Keys being reconciled right now (at most the number of workers)."""
-        return len(self._runner.processing)
+        return len(self._queue.processing)
 
     async def _handle(self, item: WorkItem[str]) -> None:
-        started_loop = self._runner.now()
+        started_loop = self.now()
         at = self._wall()
         latency = max(0.0, started_loop - item.queued_at)
-        error = ""
         namespace, _, name = item.key.partition("/")
-        context = {
-            "controller": "kyma",
-            "namespace": namespace,
-            "name": name,
-            "reconcileID": str(uuid.uuid4()),
-        }
+        context = {"controller": self.name, "namespace": namespace, "name": name}
+        context["reconcileID"] = str(uuid.uuid4())
         triggers = ",".join(sorted(t.value for t in item.triggers))
-        started = {**context, "trigger": triggers, "waited": round(latency, 6)}
-        self._log.info(RECONCILE_STARTED, extra={"context": started})
+        self._line(RECONCILE_STARTED, {**context, "trigger": triggers, "waited": round(latency, 6)})
+        error, after = "", None
         try:
-            outcome = await self._reconcile(item.key)
+            result = await self._reconcile(item.key)
         except Exception as exc:
-            self._log.warning("reconcile of %s failed: %r", item.key, exc)
-            outcome, error = Outcome.ERROR, repr(exc)
+            logger.warning("reconcile of %s %s failed: %r", self.name, item.key, exc)
+            result, error = Outcome.ERROR, repr(exc)
+        outcome = result if isinstance(result, Outcome) else Outcome.SUCCESS
         if outcome is Outcome.ERROR:
-            self._log.info(RECONCILER_ERROR, extra={"context": {**context, "error": error}})
-        self._log.info(RECONCILE_FINISHED, extra={"context": {**context, "outcome": outcome.value}})
-        duration = self._runner.now() - started_loop
-        record = Reconcile(
-            at=at,
-            kyma=item.key,
-            triggers=item.triggers,
-            queued_at=at - latency,
-            latency=latency,
-            outcome=outcome,
-            duration=duration,
-            error=error,
+            self._line(RECONCILER_ERROR, {**context, "error": error})
+        self._line(RECONCILE_FINISHED, {**context, "outcome": outcome.value})
+        self._record(
+            Reconcile(
+                at=at,
+                kyma=item.key,
+                triggers=item.triggers,
+                queued_at=at - latency,
+                latency=latency,
+                outcome=outcome,
+                duration=self.now() - started_loop,
+                error=error,
+            )
         )
-        self._records.append(record)
-        for observe in list(self.observers):
-            observe(record)
-        self.counters["reconciles"] += 1
-        self.counters[f"outcome:{outcome.value}"] += 1
-        for trigger in item.triggers:
-            self.counters[f"trigger:{trigger.value}"] += 1
-        self._recorded.set()
         if outcome is Outcome.ERROR:
             self._failures[item.key] += 1
         else:
             self._failures.pop(item.key, None)
-        delay = self.intervals.after(outcome, self._failures[item.key])
+            after = None if isinstance(result, Outcome) else result
+        delay = self.intervals.after(outcome, self._failures[item.key]) if after is None else after
         if delay is not None:
-            self._runner.add_after(item.key, Trigger.REQUEUE_TIMER, delay)
+            self._add_after(item.key, Trigger.REQUEUE_TIMER, delay)
+
+    def _line(self, message: str, context: dict[str, object]) -> None:
+        if self._log is not None:
+            self._log.info(message, extra={"context": context})
+
+    def _record(self, record: Reconcile) -> None:
+        self._records.append(record)
+        for observe in list(self.observers):
+            observe(record)
+        self.counters["reconciles"] += 1
+        self.counters[f"outcome:{record.outcome.value}"] += 1
+        for trigger in record.triggers:
+            self.counters[f"trigger:{trigger.value}"] += 1
+        self._recorded.set()
 
     # queries ---------------------------------------------------------------------------
 
@@ -229,8 +257,39 @@ class Reconciler(Service):
             raise ReconcileTimeout(
                 f"no reconcile of {kyma} ({wanted}, since {since}) within {timeout:g} s; "
                 f"seen for it: {described or 'none'}; all reconciles: {len(self._records)}; "
-                f"queued {len(self._runner)}, processing {sorted(self._runner.processing)}"
+                f"queued {len(self._queue)}, processing {sorted(self._queue.processing)}"
             ) from None
 
+    # workers ---------------------------------------------------------------------------
+
+    async def _next(self) -> WorkItem[str]:
+        while True:
+            now = self.now()
+            self._queue.promote(now)
+            item = self._queue.get()
+            if item is not None:
+                if len(self._queue):
+                    self._wake.set()  # more is ready: let another worker take it
+                return item
+            self._wake.clear()
+            wakeup = self._queue.next_wakeup()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if wakeup is None else max(0.0, wakeup - now)):
+                    await self._wake.wait()
+
+    async def _work(self) -> None:
+        """One worker: a key is reconciled by one worker at a time and waits in the queue
+        at most once (the queue's guarantees); a failing reconcile is an ``error``."""
+        while True:
+            item = await self._next()
+            try:
+                await self._handle(item)
+            except Exception:  # an observer failed: the worker goes on
+                logger.exception("%s: handling %s failed", self.name, item.key)
+            finally:
+                self._queue.done(item.key)
+                self._wake.set()
+
     async def start(self) -> None:
-        await self.stack.enter_async_context(self._runner)
+        for i in range(self._workers):
+            self.spawn(self._work(), f"{self.name}-reconciler-{i}")

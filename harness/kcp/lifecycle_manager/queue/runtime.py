@@ -1,0 +1,145 @@
+"""One controller runtime for every KCP controller: shared informers, controllers, runnables.
+
+controller-runtime's manager as KLM uses it (style.md, "lifecycle-manager": every controller
+a ``Reconcile`` plus a ``SetupWithManager`` that states its watches; ``cmd/main.go`` wires
+them one line each). A controller's setup function asks the runtime for
+
+* :meth:`ControllerRuntime.controller` — a :class:`~.reconciler.Reconciler` (the work queue,
+  its workers, requeue by outcome and the record) around the controller's reconcile;
+* :meth:`ControllerRuntime.watch` — a handler on the shared :class:`Informer` of a resource
+  (one list+watch per resource and namespace, whoever watches it, as the manager's cache):
+  the handler is the watch's predicate and its mapping to keys (``enqueue`` or not);
+* :meth:`ControllerRuntime.add` — anything else that runs as long as the manager (a listener,
+  a monitor: ``mgr.Add(runnable)``).
+
+``async with runtime:`` starts the informers and waits until each has listed (the caches
+synced), then the controllers' workers, then the runnables; it unwinds in reverse
+(kopf/aiohttp: one owner, resources as async context managers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+
+from harness.aio import Service
+from harness.kcp.lifecycle_manager.queue.reconciler import (
+    ReconcileFn,
+    Reconciler,
+    RequeueIntervals,
+)
+from harness.kube import KubeError, Obj, Resource, object_key
+from harness.kube.watch import watch_objects
+
+Handler = Callable[[str, Obj], None]
+"""``(kind, obj)``: ``ADDED``/``MODIFIED``/``DELETED`` with the object, ``SYNCED`` after a
+(re-)list has been reported in full."""
+
+
+class Informer(Service):
+    """One list+watch of ``resource`` (in ``namespace``, or all), its store and handlers."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        resource: Resource,
+        namespace: str | None = None,
+        sync_timeout: float = 30.0,
+    ) -> None:
+        self._api = api
+        self.resource = resource
+        self.namespace = namespace
+        self._sync_timeout = sync_timeout
+        self.objects: dict[str, Obj] = {}
+        """``<ns>/<name>`` → the object as last seen."""
+        self.handlers: list[Handler] = []
+        self.synced = asyncio.Event()
+
+    async def _run(self) -> None:
+        async for kind, obj in watch_objects(self._api, self.resource, namespace=self.namespace):
+            if kind == "SYNCED":
+                self.synced.set()
+            elif kind == "DELETED":
+                self.objects.pop(object_key(obj), None)
+            else:
+                self.objects[object_key(obj)] = obj
+            for handle in list(self.handlers):
+                handle(kind, obj)
+
+    async def start(self) -> None:
+        self.spawn(self._run(), f"informer-{self.resource.plural}")
+        try:
+            async with asyncio.timeout(self._sync_timeout):
+                await self.synced.wait()
+        except TimeoutError:
+            raise KubeError(
+                f"{self.resource.plural} in {self.namespace or 'all namespaces'} not listed "
+                f"within {self._sync_timeout:g} s; are the CRDs applied (fixtures/crds)? "
+                "see harness.kube warnings"
+            ) from None
+
+
+class ControllerRuntime(Service):
+    """``mgr = ControllerRuntime(api); setup_x(mgr, ...); async with mgr: ...``."""
+
+    def __init__(self, api: ApiClient, *, clock: Callable[[], float] | None = None) -> None:
+        self.api = api
+        self._clock = clock
+        self._informers: dict[tuple[Resource, str | None], Informer] = {}
+        self.controllers: dict[str, Reconciler] = {}
+        self._runnables: list[AbstractAsyncContextManager[Any]] = []
+        self.on_synced: list[Callable[[], None]] = []
+        """Called once the caches have synced and the controllers run (before the
+        runnables): a controller's startup, e.g. every Kyma queued."""
+
+    def informer(self, resource: Resource, namespace: str | None = None) -> Informer:
+        """The shared informer of ``resource`` in ``namespace`` (created on first use)."""
+        key = (resource, namespace)
+        if key not in self._informers:
+            self._informers[key] = Informer(self.api, resource, namespace)
+        return self._informers[key]
+
+    def watch(self, resource: Resource, handler: Handler, namespace: str | None = None) -> Informer:
+        """Call ``handler`` with every event of ``resource``'s informer; the informer."""
+        informer = self.informer(resource, namespace)
+        informer.handlers.append(handler)
+        return informer
+
+    def controller(
+        self,
+        name: str,
+        reconcile: ReconcileFn,
+        *,
+        intervals: RequeueIntervals,
+        workers: int = 1,
+        log: logging.Logger | None = None,
+    ) -> Reconciler:
+        """A controller named ``name`` (its queue, workers, requeue rules and record)."""
+        if name in self.controllers:
+            raise ValueError(f"controller {name!r} is already set up")
+        self.controllers[name] = Reconciler(
+            reconcile, name=name, workers=workers, intervals=intervals, clock=self._clock, log=log
+        )
+        return self.controllers[name]
+
+    def add(self, runnable: AbstractAsyncContextManager[Any]) -> None:
+        """Run ``runnable`` while the runtime runs (after the controllers start)."""
+        self._runnables.append(runnable)
+
+    async def start(self) -> None:
+        for informer in self._informers.values():
+            await self.stack.enter_async_context(informer)
+        for controller in self.controllers.values():
+            await self.stack.enter_async_context(controller)
+        for call in self.on_synced:
+            call()
+        for runnable in self._runnables:
+            await self.stack.enter_async_context(runnable)
+
+
+__all__ = ["ControllerRuntime", "Handler", "Informer"]

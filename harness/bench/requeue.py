@@ -61,6 +61,7 @@ workers saturate never counts: its reconcile rate is then KLM's capacity, not a 
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import heapq
 import math
@@ -71,6 +72,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.bench.common import BenchContext
 from harness.bench.model import BenchResult, Cell, Table, Target
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkQueue
 from harness.report.stats import percentile
@@ -806,6 +808,15 @@ def _target(workers: int | None, runs: Sequence[WorkerRun], plan: Plan) -> Targe
         "; ".join(_fleet_phrase(c) for c in main),
         all(target_met(c) for c in main),
         note=" ".join(notes),
+    )
+
+
+async def run_in_suite(ctx: BenchContext) -> BenchResult:
+    """:func:`run_requeue` with the end-to-end delays benchmark 2 measured in this run."""
+    delays = ctx.shared.get("e2e_delays_s", ())
+    source = ctx.shared.get("e2e_delays_source", "")
+    return await asyncio.to_thread(
+        run_requeue, quick=ctx.quick, delivery_delays=delays, delay_source=source
     )
 
 

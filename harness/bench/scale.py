@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import ssl
 import sys
 import time
 from contextlib import AsyncExitStack
@@ -32,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from harness.bench.common import BenchContext, cpu_seconds, rss_mib
+from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds, rss_mib
 from harness.bench.event_load import (
     Identity,
     LoadGenerator,
@@ -41,16 +39,24 @@ from harness.bench.event_load import (
     identities_json,
     run_event_load,
 )
-from harness.bench.gatewaykit import MANAGER, SERVICE, gateway_pki, issue_skrs, virtual_service
-from harness.bench.model import BenchResult, Cell, Table, Target, summary
-from harness.bench.profiled import by_package, top_functions
+from harness.bench.gatewaykit import (
+    EVENT,
+    MANAGER,
+    SERVICE,
+    gateway_pki,
+    issue_skrs,
+    post_events,
+    skr_sessions,
+    virtual_service,
+)
+from harness.bench.model import BenchResult, Cell, Table, Target
+from harness.bench.profiled import Profile
 from harness.clusters.ports import free_port
 from harness.clusters.probes import http_probe
 from harness.clusters.process import OwnedProcess
 from harness.kcp.gateway.envoy import EnvoyGateway
 from harness.kcp.gateway.routes import service_key
 from watcher import pki
-from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
 from watcher.render.envoy import TlsFiles
 
 IN_FLIGHT = 64
@@ -58,45 +64,6 @@ CONNS_PER_SKR = 4
 WARMUP_EVENTS, WARMUP_BUDGET_S = 200, 120.0  # at least one per SKR
 BUDGET_S = 90.0
 TARGET_PER_S, TARGET_GROWTH = 4000, 2.0
-EVENT = encode_event(
-    WatchEvent(
-        ObjectKey("kyma-system", "default"),
-        GroupVersionKind("operator.kyma-project.io", "v1beta2", "Kyma"),
-    )
-)
-"""The bytes our webhook (and upstream's) sends for a Kyma change."""
-
-
-async def _measure(
-    url: str, sessions: list[aiohttp.ClientSession], count: int, budget_s: float
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
-    next_index = 0
-    headers = {"Content-Type": "application/json"}
-
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
-            i = next_index
-            next_index += 1
-            started = time.perf_counter()
-            async with sessions[i % len(sessions)].post(url, data=EVENT, headers=headers) as r:
-                await r.read()
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses[r.status] = statuses.get(r.status, 0) + 1
-
-    started = time.perf_counter()
-    async with asyncio.timeout(budget_s):
-        await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    seconds = time.perf_counter() - started
-    return {
-        "events": len(latencies),
-        "seconds": round(seconds, 3),
-        "events_per_s": round(len(latencies) / seconds, 1),
-        "latency_ms": summary(latencies),
-        "statuses": {str(k): v for k, v in sorted(statuses.items())},
-    }
 
 
 async def _run_aiohttp(
@@ -105,26 +72,21 @@ async def _run_aiohttp(
     """The run with aiohttp sessions in this process; the result and CPU seconds of the
     listener, Envoy and the generator (this process) in the measured phase."""
     async with AsyncExitStack() as stack:
-        sessions = []
-        for _, cert, key in skrs:
-            context = ssl.create_default_context(cafile=ca_file)
-            context.load_cert_chain(cert, key)
-            sessions.append(
-                await stack.enter_async_context(
-                    aiohttp.ClientSession(
-                        connector=aiohttp.TCPConnector(ssl=context, limit=CONNS_PER_SKR),
-                        timeout=aiohttp.ClientTimeout(total=30),
-                    )
-                )
-            )
+        sessions = await skr_sessions(stack, skrs, ca_file, limit=CONNS_PER_SKR)
         # every SKR connects once
-        warm = await _measure(url, sessions, max(len(skrs), WARMUP_EVENTS), WARMUP_BUDGET_S)
+        warm = await post_events(
+            url,
+            sessions,
+            max(len(skrs), WARMUP_EVENTS),
+            in_flight=IN_FLIGHT,
+            budget_s=WARMUP_BUDGET_S,
+        )
         if warm["statuses"] != {"200": warm["events"]}:
             raise RuntimeError(f"{len(skrs)} SKRs: warm-up answered {warm['statuses']}")
         cpu0 = {name: cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
-        own0 = _own_cpu()
-        result = await _measure(url, sessions, count, BUDGET_S)
-        own1 = _own_cpu()
+        own0 = own_cpu_seconds()
+        result = await post_events(url, sessions, count, in_flight=IN_FLIGHT, budget_s=BUDGET_S)
+        own1 = own_cpu_seconds()
         cpu1 = {name: cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
     cpu = {name: cpu1[name] - cpu0[name] for name in pids}
     return result, {**cpu, "generator": own1 - own0}
@@ -278,12 +240,6 @@ def _generator_text(generator: LoadGenerator) -> str:
     return f"aiohttp sessions in this process (not the Go one: {generator.reason})"
 
 
-def _own_cpu() -> float:
-    """This process's CPU seconds: the load generator's cost, next to the servers'."""
-    t = os.times()
-    return t.user + t.system
-
-
 async def run_scale(ctx: BenchContext) -> BenchResult:
     started = time.monotonic()
     root = ctx.logs("scale-pki")
@@ -301,17 +257,11 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     await _one_size(
         ca, gateway_tls, root, logs, 100, count=3000, generator=generator, profile=profile
     )
-    total, top = top_functions(profile, limit=6)
-    packages = by_package(profile)
-    profile_table = Table(
-        f"Where the listener's CPU goes (cProfile, 100 SKRs, 3,000 events; {total:.2f} s)",
-        ("own time in", "seconds", "share"),
-        tuple((name, round(own, 3), f"{share:.0%}") for name, own, share in packages)
-        + tuple((f"top function: {n}", round(o, 3), f"{f:.0%}") for n, o, f in top[:4]),
-        note=(
-            "cProfile on CPU time (time.process_time) slows the process down; read the "
-            "shares, not the absolute times."
-        ),
+    prof = Profile.read(profile)
+    profile_table = prof.table(
+        f"Where the listener's CPU goes (cProfile, 100 SKRs, 3,000 events; {prof.total:.2f} s)",
+        "cProfile on CPU time (time.process_time) slows the process down; read the "
+        "shares, not the absolute times.",
     )
     table_rows: list[tuple[Cell, ...]] = [
         (
@@ -365,7 +315,7 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
         envoy_ms = hundred["envoy_cpu_ms_per_event"]
         client_ms = hundred["load_generator_cpu_ms_per_event"]
         total_ms = listener_ms + envoy_ms + client_ms
-        shares = ", ".join(f"{name} {share:.0%}" for name, _, share in packages[:5])
+        shares = prof.shares(5)
         rate_note = (
             f"CPU per event: listener {listener_ms} ms (one Python process: at most "
             f"{1000 / listener_ms:,.0f} events/s on a core of its own), Envoy {envoy_ms} ms, "
@@ -412,8 +362,6 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
             "load_generator": generator.name,
             "load_generator_note": _generator_text(generator),
             "p99_growth_10_to_1000": round(growth, 3),
-            "listener_profile_by_package": [
-                {"package": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in packages
-            ],
+            "listener_profile_by_package": prof.by_package_json(),
         },
     )

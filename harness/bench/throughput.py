@@ -25,10 +25,10 @@ from typing import Any
 
 import aiohttp
 
-from harness.bench.common import BenchContext, cpu_seconds
+from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds
 from harness.bench.loopback import accepted, kcp_and_webhook_processes, make_pki, review
 from harness.bench.model import BenchResult, Cell, Table, Target
-from harness.bench.profiled import by_package, top_functions
+from harness.bench.profiled import Profile
 from harness.clusters.selection import ENV_WEBHOOK_COMMAND
 
 TARGET_CREATE_PER_S = 5000
@@ -45,11 +45,6 @@ def _unchanged_update(i: int) -> dict[str, Any]:
     request["object"]["spec"] = {"channel": "regular", "modules": [{"name": "api-gateway"}]}
     request["oldObject"] = request["object"]
     return body
-
-
-def _own_cpu() -> float:
-    t = os.times()
-    return t.user + t.system
 
 
 async def _saturate(
@@ -197,13 +192,13 @@ async def _workload(
         async with aiohttp.ClientSession(connector=connector) as s:
             await _saturate(s, url, warm, budget_s)
             base_events = await accepted(s, kcp_metrics, client)
-            cpu0, own0 = cpu_seconds(webhook.pid) or 0.0, _own_cpu()
+            cpu0, own0 = cpu_seconds(webhook.pid) or 0.0, own_cpu_seconds()
             answered, seconds = await _saturate(s, url, bodies, budget_s)
             delivered = 0
             if variant.kind == "create":
                 async with asyncio.timeout(budget_s):
                     delivered = await _delivered(s, kcp_metrics, client, base_events, answered)
-            cpu1, own1 = cpu_seconds(webhook.pid) or 0.0, _own_cpu()
+            cpu1, own1 = cpu_seconds(webhook.pid) or 0.0, own_cpu_seconds()
     cpu = cpu1 - cpu0
     return {
         "variant": variant.key,
@@ -307,18 +302,12 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
             budget_s=60,
             profile=profile,
         )
-        total, top = top_functions(profile, limit=6)
-        packages = by_package(profile)
-    profile_table = Table(
-        f"Where the webhook's CPU goes (cProfile, 3,000 CREATEs; {total:.2f} s profiled)",
-        ("own time in", "seconds", "share"),
-        tuple((name, round(own, 3), f"{share:.0%}") for name, own, share in packages)
-        + tuple((f"top function: {n}", round(o, 3), f"{f:.0%}") for n, o, f in top[:4]),
-        note=(
-            "cProfile slows the process down; read the shares, not the absolute times. "
-            "The webhook runs two HTTP stacks per event: the aiohttp server answering the "
-            "admission and the aiohttp client delivering the event over mTLS."
-        ),
+        prof = Profile.read(profile)
+    profile_table = prof.table(
+        f"Where the webhook's CPU goes (cProfile, 3,000 CREATEs; {prof.total:.2f} s profiled)",
+        "cProfile slows the process down; read the shares, not the absolute times. "
+        "The webhook runs two HTTP stacks per event: the aiohttp server answering the "
+        "admission and the aiohttp client delivering the event over mTLS.",
     )
     table_rows: list[tuple[Cell, ...]] = [
         (
@@ -364,15 +353,11 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
             "this process posts AdmissionReviews like an API server would."
         ),
         tables=(table, profile_table),
-        targets=_targets(rows, packages),
+        targets=_targets(rows, prof.packages),
         figures={
             "rows": rows,
-            "profile_total_s": round(total, 3),
-            "profile_by_package": [
-                {"package": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in packages
-            ],
-            "profile_top": [
-                {"function": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in top
-            ],
+            "profile_total_s": round(prof.total, 3),
+            "profile_by_package": prof.by_package_json(),
+            "profile_top": prof.top_json(),
         },
     )

@@ -22,16 +22,20 @@ import json
 import ssl
 import sys
 import tempfile
-import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from harness.bench.gatewaykit import MANAGER, SERVICE, issue_skrs, virtual_service
-from harness.bench.model import summary
-from harness.bench.scale import EVENT
+from harness.bench.gatewaykit import (
+    MANAGER,
+    SERVICE,
+    issue_skrs,
+    post_events,
+    skr_sessions,
+    virtual_service,
+)
 from harness.clusters.ports import free_port
 from harness.clusters.process import NotReady, OwnedProcess
 from harness.kcp.gateway.envoy import EnvoyGateway
@@ -47,34 +51,10 @@ IN_FLIGHT = 32
 async def _post_all(
     url: str, sessions: list[aiohttp.ClientSession], count: int, in_flight: int
 ) -> dict[str, Any]:
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
-    next_index = 0
-
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
-            i = next_index
-            next_index += 1
-            started = time.perf_counter()
-            async with sessions[i % len(sessions)].post(
-                url, data=EVENT, headers={"Content-Type": "application/json"}
-            ) as response:
-                await response.read()
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses[response.status] = statuses.get(response.status, 0) + 1
-
-    started = time.perf_counter()
-    async with asyncio.timeout(120):
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
-    seconds = time.perf_counter() - started
-    if set(statuses) != {200}:
-        raise RuntimeError(f"not every event was accepted: {statuses}")
-    return {
-        "events": len(latencies),
-        "events_per_s": round(len(latencies) / seconds, 1),
-        "latency_ms": summary(latencies),
-    }
+    found = await post_events(url, sessions, count, in_flight=in_flight, budget_s=120)
+    if set(found["statuses"]) != {"200"}:
+        raise RuntimeError(f"not every event was accepted: {found['statuses']}")
+    return {k: found[k] for k in ("events", "events_per_s", "latency_ms")}
 
 
 async def _probe_ready(url: str, ssl_context: ssl.SSLContext | None) -> bool:
@@ -134,18 +114,7 @@ async def one_mode(
             )
         )
         await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
-        sessions = []
-        for _, cert_file, key_file in skrs:
-            context = ssl.create_default_context(cafile=gateway_tls.ca)
-            context.load_cert_chain(cert_file, key_file)
-            sessions.append(
-                await stack.enter_async_context(
-                    aiohttp.ClientSession(
-                        connector=aiohttp.TCPConnector(ssl=context, limit=IN_FLIGHT),
-                        timeout=aiohttp.ClientTimeout(total=30),
-                    )
-                )
-            )
+        sessions = await skr_sessions(stack, skrs, gateway_tls.ca, limit=IN_FLIGHT)
         url = f"{gateway.url}/v2/{MANAGER}/event"
         await _post_all(url, sessions, 200, IN_FLIGHT)  # warm-up: every connection opened
         sequential = await _post_all(url, sessions[:1], max(count // 10, 100), 1)

@@ -564,17 +564,6 @@ SUSTAINED_COLUMNS = (
     "periods throttled",
     "throttled s",
 )
-PACED_COLUMNS = (
-    "webhook at 100m",
-    "RSA",
-    "paced rate /s (achieved)",
-    "samples",
-    "admission p50 ms",
-    "admission p99 ms",
-    "max ms",
-    "periods throttled",
-    "throttled s",
-)
 
 
 def _throttled(stat: dict[str, Any]) -> str:
@@ -653,28 +642,23 @@ def sustained_table(rows: Sequence[dict[str, Any]], window_s: float) -> Table:
 
 
 def paced_table(rows: Sequence[dict[str, Any]]) -> Table:
-    cells: list[tuple[Cell, ...]] = []
-    for r in rows:
-        p = r["paced"]
-        if p is None:
-            continue
-        cells.append(
-            (
-                r["label"],
-                r["rsa_bits"],
-                f"{p['rate_per_s']:g} ({p['achieved_per_s']:g})",
-                p["samples"],
-                p["p50_ms"],
-                p["p99_ms"],
-                p["max_ms"],
-                _throttled(p["cpu_stat"]),
-                p["cpu_stat"]["throttled_s"],
-            )
-        )
-    return Table(
+    return Table.of(
         "Admission latency at 100m, paced (POST → answer, as the API server waits)",
-        PACED_COLUMNS,
-        tuple(cells),
+        [
+            {
+                "webhook at 100m": r["label"],
+                "RSA": r["rsa_bits"],
+                "paced rate /s (achieved)": f"{p['rate_per_s']:g} ({p['achieved_per_s']:g})",
+                "samples": p["samples"],
+                "admission p50 ms": p["p50_ms"],
+                "admission p99 ms": p["p99_ms"],
+                "max ms": p["max_ms"],
+                "periods throttled": _throttled(p["cpu_stat"]),
+                "throttled s": p["cpu_stat"]["throttled_s"],
+            }
+            for r in rows
+            if (p := r["paced"]) is not None
+        ],
         note=(
             f"Paced at half the rate the variant sustained above, at most {PACED_RATE:g}/s, "
             f"with up to {IN_FLIGHT} in flight. Under a CFS quota a request that arrives "

@@ -40,6 +40,20 @@ class Table:
                     f"{len(self.columns)} columns"
                 )
 
+    @classmethod
+    def of(
+        cls,
+        title: str,
+        records: Sequence[Mapping[str, Cell]],
+        note: str = "",
+        *,
+        columns: tuple[str, ...] = (),
+    ) -> Table:
+        """A table from one mapping per row (heading → cell), so each heading stands next to
+        its cell; ``columns`` (default: the first row's headings) when there may be no rows."""
+        heads = columns or (tuple(records[0]) if records else ())
+        return cls(title, heads, tuple(tuple(r[c] for c in heads) for r in records), note)
+
 
 @dataclass(frozen=True)
 class Target:

@@ -49,7 +49,7 @@ from harness.bench.gatewaykit import (
     skr_sessions,
     virtual_service,
 )
-from harness.bench.model import BenchResult, Cell, Table, Target
+from harness.bench.model import BenchResult, Table, Target
 from harness.bench.profiled import Profile
 from harness.clusters.ports import free_port
 from harness.clusters.probes import http_probe
@@ -263,40 +263,25 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
         "cProfile on CPU time (time.process_time) slows the process down; read the "
         "shares, not the absolute times.",
     )
-    table_rows: list[tuple[Cell, ...]] = [
-        (
-            r["skrs"],
-            r["events"],
-            r["events_per_s"],
-            r["latency_ms"]["p50"],
-            r["latency_ms"]["p99"],
-            r["latency_ms"]["max"],
-            r["envoy_rss_mib"],
-            r["listener_rss_mib"],
-            r["listener_cpu_ms_per_event"],
-            r["envoy_cpu_ms_per_event"],
-            r["load_generator_cpu_ms_per_event"],
-            ", ".join(f"{k}: {v}" for k, v in r["statuses"].items()),
-        )
-        for r in rows
-    ]
-    table = Table(
+    table = Table.of(
         f"Events through Envoy to the listener ({IN_FLIGHT} in flight, keep-alive mTLS)",
-        (
-            "SKRs",
-            "events",
-            "events/s",
-            "p50 ms",
-            "p99 ms",
-            "max ms",
-            "Envoy RSS MiB",
-            "listener RSS MiB",
-            "listener CPU ms / event",
-            "Envoy CPU ms / event",
-            "load generator CPU ms / event",
-            "answers",
-        ),
-        tuple(table_rows),
+        [
+            {
+                "SKRs": r["skrs"],
+                "events": r["events"],
+                "events/s": r["events_per_s"],
+                "p50 ms": r["latency_ms"]["p50"],
+                "p99 ms": r["latency_ms"]["p99"],
+                "max ms": r["latency_ms"]["max"],
+                "Envoy RSS MiB": r["envoy_rss_mib"],
+                "listener RSS MiB": r["listener_rss_mib"],
+                "listener CPU ms / event": r["listener_cpu_ms_per_event"],
+                "Envoy CPU ms / event": r["envoy_cpu_ms_per_event"],
+                "load generator CPU ms / event": r["load_generator_cpu_ms_per_event"],
+                "answers": ", ".join(f"{k}: {v}" for k, v in r["statuses"].items()),
+            }
+            for r in rows
+        ],
         note=(
             "Each SKR: its own EC certificate (CN = runtime id, DNS SAN = its SKR domain) and "
             f"its own client (keep-alive, at most {CONNS_PER_SKR} connections); every SKR "

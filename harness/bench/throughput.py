@@ -27,7 +27,7 @@ import aiohttp
 
 from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds
 from harness.bench.loopback import accepted, kcp_and_webhook_processes, make_pki, review
-from harness.bench.model import BenchResult, Cell, Table, Target
+from harness.bench.model import BenchResult, Table, Target
 from harness.bench.profiled import Profile
 from harness.clusters.selection import ENV_WEBHOOK_COMMAND
 
@@ -309,32 +309,23 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
         "The webhook runs two HTTP stacks per event: the aiohttp server answering the "
         "admission and the aiohttp client delivering the event over mTLS.",
     )
-    table_rows: list[tuple[Cell, ...]] = [
-        (
-            r["label"],
-            r["admissions"],
-            r["events_delivered"] if r["workload"] == "create" else "none sent",
-            r["admissions_per_s"],
-            r["webhook_cpu_s_per_1000"],
-            r["one_core_capacity_per_s"],
-            r["webhook_core_utilisation"],
-            r["client_cpu_s"],
-        )
-        for r in rows
-    ]
-    table = Table(
+    table = Table.of(
         f"Admissions at saturation ({IN_FLIGHT} in flight, keep-alive TLS from the client)",
-        (
-            "webhook and workload",
-            "admissions",
-            "events delivered",
-            "admissions/s",
-            "webhook CPU s / 1,000",
-            "per webhook CPU-second",
-            "webhook cores used",
-            "client CPU s",
-        ),
-        tuple(table_rows),
+        [
+            {
+                "webhook and workload": r["label"],
+                "admissions": r["admissions"],
+                "events delivered": (
+                    r["events_delivered"] if r["workload"] == "create" else "none sent"
+                ),
+                "admissions/s": r["admissions_per_s"],
+                "webhook CPU s / 1,000": r["webhook_cpu_s_per_1000"],
+                "per webhook CPU-second": r["one_core_capacity_per_s"],
+                "webhook cores used": r["webhook_core_utilisation"],
+                "client CPU s": r["client_cpu_s"],
+            }
+            for r in rows
+        ],
         note=(
             "Admissions/s is what the webhook answered with the client on the same 2 cores; "
             "'per webhook CPU-second' = admissions / webhook CPU seconds (utime + stime of its "

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import shlex
-import ssl
 import sys
 import tempfile
 import time
@@ -23,10 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds
-from harness.bench.loopback import accepted, kcp_and_webhook_processes, make_pki, review
+from harness.bench.loopback import (
+    WebhookClient,
+    kcp_and_webhook_processes,
+    make_pki,
+    review,
+    webhook_client,
+)
 from harness.bench.model import BenchResult, Table, Target
 from harness.bench.profiled import Profile
 from harness.clusters.selection import ENV_WEBHOOK_COMMAND
@@ -47,45 +51,18 @@ def _unchanged_update(i: int) -> dict[str, Any]:
     return body
 
 
-async def _saturate(
-    session: aiohttp.ClientSession, url: str, bodies: list[bytes], budget_s: float
-) -> tuple[int, float]:
-    """POST ``bodies`` with :data:`IN_FLIGHT` workers; (answered, seconds)."""
-    queue = list(reversed(bodies))
-    done = 0
-    headers = {"Content-Type": "application/json"}
+async def _saturate(client: WebhookClient, bodies: list[bytes], budget_s: float) -> float:
+    """POST ``bodies`` with :data:`IN_FLIGHT` workers; the seconds it took."""
+    queue = iter(bodies)
 
     async def worker() -> None:
-        nonlocal done
-        while queue:
-            body = queue.pop()
-            async with session.post(url, data=body, headers=headers) as r:
-                await r.read()
-                if r.status != 200:
-                    raise RuntimeError(f"admission answered {r.status}")
-            done += 1
+        for body in queue:  # shared iterator: each body is sent once
+            await client.admit(body)
 
     started = time.perf_counter()
     async with asyncio.timeout(budget_s):
         await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    return done, time.perf_counter() - started
-
-
-async def _delivered(
-    session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext, base: float, want: int
-) -> int:
-    """Events the listener accepted since ``base``: until ``want``, or 1 s without growth
-    (the webhook's queue may have dropped the oldest events under a burst)."""
-    last, still_since = -1.0, time.monotonic()
-    while True:
-        now = await accepted(session, url, ctx) - base
-        if now >= want:
-            return int(now)
-        if now != last:
-            last, still_since = now, time.monotonic()
-        elif time.monotonic() - still_since > 1.0:
-            return int(now)
-        await asyncio.sleep(0.02)  # the count lives in another process
+    return time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -185,19 +162,19 @@ async def _workload(
         ours=variant.ours,
     ) as (url, kcp_metrics, webhook):
         assert webhook.pid is not None
-        client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
-        client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=IN_FLIGHT)
-        async with aiohttp.ClientSession(connector=connector) as s:
-            await _saturate(s, url, warm, budget_s)
-            base_events = await accepted(s, kcp_metrics, client)
+        async with webhook_client(files, url, kcp_metrics, in_flight=IN_FLIGHT) as client:
+            await _saturate(client, warm, budget_s)
+            base_events = await client.accepted()
             cpu0, own0 = cpu_seconds(webhook.pid) or 0.0, own_cpu_seconds()
-            answered, seconds = await _saturate(s, url, bodies, budget_s)
+            seconds = await _saturate(client, bodies, budget_s)
+            answered = len(bodies)
             delivered = 0
             if variant.kind == "create":
                 async with asyncio.timeout(budget_s):
-                    delivered = await _delivered(s, kcp_metrics, client, base_events, answered)
+                    found, _ = await client.accepted_until(
+                        base_events + answered, budget_s=math.inf, still_s=1.0, every_s=0.02
+                    )
+                    delivered = found - base_events
             cpu1, own1 = cpu_seconds(webhook.pid) or 0.0, own_cpu_seconds()
     cpu = cpu1 - cpu0
     return {

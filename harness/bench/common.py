@@ -41,6 +41,11 @@ def rss_mib(pid: int | None) -> float | None:
     return None if value is None else round(value / 2**20, 1)
 
 
+def delta(before: float | None, after: float | None, *, digits: int = 2) -> float | None:
+    """``after - before`` of two readings (e.g. CPU seconds), None when either failed."""
+    return None if before is None or after is None else round(after - before, digits)
+
+
 def loadavg() -> tuple[float, float, float]:
     one, five, fifteen = os.getloadavg()
     return (round(one, 2), round(five, 2), round(fifteen, 2))

@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from harness.bench.common import BenchContext, paced
+from harness.bench.common import BenchContext, own_cpu_seconds, paced
 from harness.bench.envkit import SkrWriter, skr_writers
 from harness.bench.model import BenchResult, Cell, Table, Target, summary
 from harness.environment import (
@@ -100,12 +100,11 @@ async def _run_rate(
         sent = await writer.patch_spec(kyma, f"{rate}-{i}")
         writes.append(Write(writer.name, writer.runtime_id, kyma, sent))
 
-    cpu0 = os.times()
+    cpu0 = own_cpu_seconds()
     started, seconds = await paced(
         rate, count=int(rate * duration), duration=duration * 1.5, action=write
     )
-    cpu1 = os.times()
-    bench_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / seconds
+    bench_cpu = (own_cpu_seconds() - cpu0) / seconds
     load = os.getloadavg()[0]
     await _settle(env, writes, within=15.0)
     listener, reconcile, missing = _match(env, writes)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.aio import spawn, stop_tasks
-from harness.bench.common import BenchContext, cpu_seconds, loadavg
+from harness.bench.common import BenchContext, cpu_seconds, delta, loadavg
 from harness.bench.fleet import kcp_requests
 from harness.bench.fleet_plan import requests_per_second
 from harness.bench.klm_scale_report import (
@@ -265,11 +265,8 @@ async def measure(klm: KlmUnderTest, config: ScaleConfig, workdir: Path) -> KlmR
     def rate(
         before: dict[str, float] | None, after: dict[str, float] | None, s: float
     ) -> float | None:
-        return (
-            None
-            if before is None or after is None
-            else requests_per_second(before, after, s)["total"]
-        )
+        found = requests_per_second(before, after, s)
+        return None if found is None else found["total"]
 
     return KlmRun(
         label=klm.label,
@@ -288,14 +285,10 @@ async def measure(klm: KlmUnderTest, config: ScaleConfig, workdir: Path) -> KlmR
             "startup": rate(observer.requests0, requests_ready, ready_s),
             "window": rate(requests_ready, requests_end, end - start),
         },
-        cpu_s={n: _delta(cpu0[n], cpu1[n]) for n in pids},
+        cpu_s={n: delta(cpu0[n], cpu1[n]) for n in pids},
         rss_mib=rss,
         failed_reconciles=sum(r.failed and start <= r.at <= end for r in observed),
     )
-
-
-def _delta(before: float | None, after: float | None) -> float | None:
-    return None if before is None or after is None else round(after - before, 2)
 
 
 async def measure_all(

@@ -139,24 +139,14 @@ async def kcp_and_webhook_processes(
     async with AsyncExitStack() as stack:
         session = await stack.enter_async_context(aiohttp.ClientSession())
         kcp_metrics = f"https://127.0.0.1:{kcp_port}/metrics"
+        stub = [sys.executable, "-m", "harness.bench.kcp_stub", "--port", str(kcp_port),
+                "--delay", str(delay), "--tls-cert", str(files.kcp["tls.crt"]),
+                "--tls-key", str(files.kcp["tls.key"]),
+                "--ca-cert", str(files.kcp["ca.crt"])]  # fmt: skip
         await stack.enter_async_context(
             OwnedProcess(
                 "kcp-stub",
-                [
-                    sys.executable,
-                    "-m",
-                    "harness.bench.kcp_stub",
-                    "--port",
-                    str(kcp_port),
-                    "--delay",
-                    str(delay),
-                    "--tls-cert",
-                    str(files.kcp["tls.crt"]),
-                    "--tls-key",
-                    str(files.kcp["tls.key"]),
-                    "--ca-cert",
-                    str(files.kcp["ca.crt"]),
-                ],
+                stub,
                 log_path=logs / f"kcp-{mode}-{delay}.log",
                 probe=http_probe(session, kcp_metrics, lambda s, _: s == 200, ssl_context=client),
             )

@@ -21,14 +21,10 @@ table's note says which ran.
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
-
-import aiohttp
 
 from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds, rss_mib
 from harness.bench.event_load import (
@@ -42,20 +38,15 @@ from harness.bench.event_load import (
 from harness.bench.gatewaykit import (
     EVENT,
     MANAGER,
-    SERVICE,
     gateway_pki,
     issue_skrs,
+    listener_behind_envoy,
     post_events,
     skr_sessions,
-    virtual_service,
+    write_domains,
 )
 from harness.bench.model import BenchResult, Table, Target
 from harness.bench.profiled import Profile
-from harness.clusters.ports import free_port
-from harness.clusters.probes import http_probe
-from harness.clusters.process import OwnedProcess
-from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.gateway.routes import service_key
 from watcher import pki
 from watcher.render.envoy import TlsFiles
 
@@ -155,43 +146,18 @@ async def _one_size(
     certs_dir.mkdir()
     skrs = await asyncio.to_thread(issue_skrs, ca, certs_dir, n)
     issued_s = time.monotonic() - started
-    domains = root / f"domains-{tag}.json"
-    domains.write_text(
-        json.dumps(
-            {rid: f"skr-{rid.removeprefix('runtime-')}.kyma.example.com" for rid, *_ in skrs}
-        )
-    )
-    port = free_port()
     stub = ["-m", "harness.bench.kcp_stub"]
     if profile is not None:
         stub = ["-m", "harness.bench.profiled", str(profile), "harness.bench.kcp_stub:main"]
     async with AsyncExitStack() as stack:
-        probe_session = await stack.enter_async_context(aiohttp.ClientSession())
-        listener = await stack.enter_async_context(
-            OwnedProcess(
-                f"listener-{tag}",
-                [
-                    sys.executable,
-                    *stub,
-                    "--port",
-                    str(port),
-                    "--component",
-                    MANAGER,
-                    "--identity",
-                    "xfcc",
-                    "--domains",
-                    str(domains),
-                ],
-                log_path=logs / f"listener-{tag}.log",
-                probe=http_probe(
-                    probe_session, f"http://127.0.0.1:{port}/metrics", lambda s, _: s == 200
-                ),
-            )
+        listener, gateway = await listener_behind_envoy(
+            stack,
+            tag,
+            domains=write_domains(root / f"domains-{tag}.json", skrs),
+            gateway_tls=gateway_tls,
+            logs=logs,
+            stub=stub,
         )
-        gateway = await stack.enter_async_context(
-            EnvoyGateway(gateway_tls, log_dir=logs, name=f"kcp-gateway-{tag}")
-        )
-        await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
         url = f"{gateway.url}/v2/{MANAGER}/event"
         assert listener.pid is not None and gateway.pid is not None
         pids = {"listener": listener.pid, "envoy": gateway.pid}

@@ -1,6 +1,6 @@
 """Run a console entry point under cProfile: ``python -m harness.bench.profiled OUT MOD:FUNC
 [ARGS ...]``; the statistics are written to ``OUT`` when the program ends (SIGTERM included,
-since the product's servers stop cleanly on it). :func:`top_functions` summarises them.
+since the product's servers stop cleanly on it). :class:`Profile` summarises them.
 """
 
 from __future__ import annotations

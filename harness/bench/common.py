@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.clusters import procfs
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+K = TypeVar("K", bound=Hashable)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -44,6 +45,16 @@ def rss_mib(pid: int | None) -> float | None:
 def delta(before: float | None, after: float | None, *, digits: int = 2) -> float | None:
     """``after - before`` of two readings (e.g. CPU seconds), None when either failed."""
     return None if before is None or after is None else round(after - before, digits)
+
+
+def times_by_key(pairs: Iterable[tuple[K, float]]) -> dict[K, list[float]]:
+    """Key → its times, sorted (to bisect for the first one at or after a moment)."""
+    found: dict[K, list[float]] = {}
+    for key, at in pairs:
+        found.setdefault(key, []).append(at)
+    for times in found.values():
+        times.sort()
+    return found
 
 
 def loadavg() -> tuple[float, float, float]:

@@ -16,11 +16,10 @@ import asyncio
 import bisect
 import os
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from harness.bench.common import BenchContext, own_cpu_seconds, paced
+from harness.bench.common import BenchContext, own_cpu_seconds, paced, times_by_key
 from harness.bench.envkit import SkrWriter, skr_writers
 from harness.bench.model import BenchResult, Cell, Table, Target, summary
 from harness.environment import (
@@ -46,12 +45,11 @@ class Write:
 
 def _match(env: WatcherEnvironment, writes: list[Write]) -> tuple[list[float], list[float], int]:
     """(write → listener ms, write → reconcile-start ms, writes with no event)."""
-    events: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for e in env.events:
-        if e.manager == "lifecycle-manager":
-            events[(e.runtime_id, e.name)].append(e.received_at)
-    for times in events.values():
-        times.sort()
+    events = times_by_key(
+        ((e.runtime_id, e.name), e.received_at)
+        for e in env.events
+        if e.manager == "lifecycle-manager"
+    )
     starts: dict[str, list[float]] = {}
     to_listener: list[float] = []
     to_reconcile: list[float] = []

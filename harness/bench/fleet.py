@@ -66,7 +66,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from harness.aio import spawn, stop_tasks
-from harness.bench.common import BenchContext, cpu_seconds, delta, rss_mib
+from harness.bench.common import BenchContext, cpu_seconds, delta, rss_mib, times_by_key
 from harness.bench.fleet_load import LoadPlan, send_one
 from harness.bench.fleet_plan import (
     DepthSample,
@@ -312,12 +312,7 @@ async def drain(
 
 def watch_starts(klm: LifecycleManager) -> dict[str, list[float]]:
     """Kyma key → start times of its reconciles with the watch-event trigger, sorted."""
-    starts: dict[str, list[float]] = {}
-    for r in klm.reconciles(trigger=Trigger.WATCH_EVENT):
-        starts.setdefault(r.kyma, []).append(r.at)
-    for values in starts.values():
-        values.sort()
-    return starts
+    return times_by_key((r.kyma, r.at) for r in klm.reconciles(trigger=Trigger.WATCH_EVENT))
 
 
 def _cpu(pids: Mapping[str, int | None]) -> dict[str, float | None]:

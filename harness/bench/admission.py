@@ -19,7 +19,7 @@ from typing import Any
 from harness.bench import webhook_latency
 from harness.bench.common import BenchContext
 from harness.bench.envkit import SkrWriter, skr_writers
-from harness.bench.model import BenchResult, Cell, Table, Target, ms
+from harness.bench.model import BenchResult, Table, Target, ms
 from harness.environment import EnvironmentSpec, SkrSpec, WatcherEnvironment, watcher_environment
 from harness.faults import kcp_injection
 from harness.report.stats import percentile
@@ -98,35 +98,25 @@ def _row(mode: str, state: str, watched: list[float], plain: list[float]) -> dic
 
 
 def _alone_table(alone: list[dict[str, Any]]) -> Table:
-    return Table(
+    return Table.of(
         "The webhook alone: POST → answer at an API-server-like client (ms), async, spool on",
-        (
-            "KCP",
-            "admissions",
-            "per s",
-            "p50",
-            "p99",
-            "p99.9",
-            "max",
-            "webhook CPU / admission",
-            "webhook waited for a CPU / admission",
-            "events the KCP accepted",
-        ),
-        tuple(
-            (
-                r["kcp"],
-                r["admissions"],
-                r["achieved_per_s"],
-                r["p50_ms"],
-                r["p99_ms"],
-                r["p999_ms"],
-                r["max_ms"],
-                r["webhook_cpu_ms_per_admission"],
-                r["webhook_run_queue_wait_ms_per_admission"],
-                r["events_accepted_by_kcp_during_run"],
-            )
+        [
+            {
+                "KCP": r["kcp"],
+                "admissions": r["admissions"],
+                "per s": r["achieved_per_s"],
+                "p50": r["p50_ms"],
+                "p99": r["p99_ms"],
+                "p99.9": r["p999_ms"],
+                "max": r["max_ms"],
+                "webhook CPU / admission": r["webhook_cpu_ms_per_admission"],
+                "webhook waited for a CPU / admission": r[
+                    "webhook_run_queue_wait_ms_per_admission"
+                ],
+                "events the KCP accepted": r["events_accepted_by_kcp_during_run"],
+            }
             for r in alone
-        ),
+        ],
         note=(
             f"CREATE AdmissionReviews paced at {webhook_latency.RATE:g}/s (at most "
             f"{webhook_latency.IN_FLIGHT} in flight, keep-alive HTTPS), each one an event for "
@@ -202,34 +192,22 @@ async def run_admission(ctx: BenchContext) -> BenchResult:
             "webhook timeoutSeconds": 15,
             "sync attempts x timeout": "3 x 3 s (WATCHER_SYNC_ATTEMPTS/_TIMEOUT_SECONDS)",
         }
-    table_rows: list[tuple[Cell, ...]] = [
-        (
-            r["mode"],
-            r["kcp"],
-            r["pairs"],
-            r["without_webhook_ms"]["p50"],
-            r["without_webhook_ms"]["p99"],
-            r["with_webhook_ms"]["p50"],
-            r["with_webhook_ms"]["p99"],
-            r["added_p50_ms"],
-            r["added_p99_ms"],
-        )
-        for r in rows
-    ]
-    table = Table(
+    table = Table.of(
         "SKR write latency with and without the webhook (ms)",
-        (
-            "delivery",
-            "KCP",
-            "pairs",
-            "without p50",
-            "without p99",
-            "with p50",
-            "with p99",
-            "added p50",
-            "added p99",
-        ),
-        tuple(table_rows),
+        [
+            {
+                "delivery": r["mode"],
+                "KCP": r["kcp"],
+                "pairs": r["pairs"],
+                "without p50": r["without_webhook_ms"]["p50"],
+                "without p99": r["without_webhook_ms"]["p99"],
+                "with p50": r["with_webhook_ms"]["p50"],
+                "with p99": r["with_webhook_ms"]["p99"],
+                "added p50": r["added_p50_ms"],
+                "added p99": r["added_p99_ms"],
+            }
+            for r in rows
+        ],
         note=(
             "A pair = one spec PATCH of a watched Kyma (the API server calls the webhook) "
             "and one of a plain Kyma (no webhook), alternating, on the same SKR API server "

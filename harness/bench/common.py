@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.clusters import procfs
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+K = TypeVar("K", bound=Hashable)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -40,6 +40,21 @@ def run_queue_wait_seconds(pid: int) -> float | None:
 def rss_mib(pid: int | None) -> float | None:
     value = procfs.rss_bytes(pid) if pid else None
     return None if value is None else round(value / 2**20, 1)
+
+
+def delta(before: float | None, after: float | None, *, digits: int = 2) -> float | None:
+    """``after - before`` of two readings (e.g. CPU seconds), None when either failed."""
+    return None if before is None or after is None else round(after - before, digits)
+
+
+def times_by_key(pairs: Iterable[tuple[K, float]]) -> dict[K, list[float]]:
+    """Key → its times, sorted (to bisect for the first one at or after a moment)."""
+    found: dict[K, list[float]] = {}
+    for key, at in pairs:
+        found.setdefault(key, []).append(at)
+    for times in found.values():
+        times.sort()
+    return found
 
 
 def loadavg() -> tuple[float, float, float]:
@@ -111,5 +126,7 @@ async def paced(
     return started, loop.time() - start
 
 
-def monotonic_ms() -> float:
-    return time.perf_counter() * 1000
+def own_cpu_seconds() -> float:
+    """This process's CPU seconds: a load generator's cost, next to the servers'."""
+    t = os.times()
+    return t.user + t.system

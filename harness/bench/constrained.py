@@ -30,20 +30,15 @@ import asyncio
 import atexit
 import contextlib
 import itertools
-import json
 import os
 import shlex
-import ssl
 import tempfile
-import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
-
-import aiohttp
 
 from harness.bench.common import (
     BenchContext,
@@ -52,7 +47,15 @@ from harness.bench.common import (
     paced,
     run_queue_wait_seconds,
 )
-from harness.bench.loopback import BIN, Files, accepted, kcp_and_webhook_processes, make_pki, review
+from harness.bench.loopback import (
+    BIN,
+    Files,
+    WebhookClient,
+    encoded_review,
+    kcp_and_webhook_processes,
+    make_pki,
+    webhook_client,
+)
 from harness.bench.model import BenchResult, Cell, Table
 from harness.report.stats import percentile
 
@@ -75,7 +78,6 @@ MIN_PACED_RATE = 1.0
 WARM_UP = 10
 UPSTREAM_EVENTS_PER_S = {2048: 41.0, 4096: 11.0}
 """Upstream's Go webhook at 100m: the issue's reference figures (not measured here)."""
-HEADERS = {"Content-Type": "application/json"}
 
 
 class CgroupError(Exception):
@@ -138,35 +140,19 @@ class CpuStat:
         }
 
 
-class _LeftBehind:
-    """Cgroups created and not yet removed; removed at interpreter exit as a last resort."""
-
-    def __init__(self) -> None:
-        self._paths: set[Path] = set()
-        self._lock = threading.Lock()
-        self._installed = False
-
-    def add(self, path: Path) -> None:
-        with self._lock:
-            self._paths.add(path)
-            if not self._installed:
-                self._installed = True
-                atexit.register(self.remove_all)
-
-    def discard(self, path: Path) -> None:
-        with self._lock:
-            self._paths.discard(path)
-
-    def remove_all(self) -> None:
-        with self._lock:
-            paths, self._paths = self._paths, set()
-        for path in paths:
-            with contextlib.suppress(OSError):
-                _evacuate(path)
-                path.rmdir()
+_left_behind: set[Path] = set()
+"""Cgroups created and not yet removed; removed at interpreter exit as a last resort."""
 
 
-_left_behind = _LeftBehind()
+@atexit.register
+def _remove_left_behind() -> None:
+    while _left_behind:
+        path = _left_behind.pop()
+        with contextlib.suppress(OSError):
+            _evacuate(path)
+            path.rmdir()
+
+
 _sequence = itertools.count()
 
 
@@ -364,21 +350,14 @@ def variants() -> tuple[Variant, ...]:
 class _Admitter:
     """POSTs CREATE AdmissionReviews, each for a new object (one event each)."""
 
-    session: aiohttp.ClientSession
-    url: str
+    client: WebhookClient
     in_flight: int
     next_index: int = 0
 
     async def admit(self) -> float:
         """One admission; its latency in milliseconds."""
         i, self.next_index = self.next_index, self.next_index + 1
-        body = json.dumps(review(i)).encode()
-        started = time.perf_counter()
-        async with self.session.post(self.url, data=body, headers=HEADERS) as r:
-            await r.read()
-            if r.status != 200:
-                raise RuntimeError(f"admission answered {r.status}")
-        return (time.perf_counter() - started) * 1000
+        return await self.client.admit(encoded_review(i))
 
     async def saturate(self, seconds: float) -> tuple[int, float, list[float]]:
         """``in_flight`` workers admitting until ``seconds`` passed; (answered, window
@@ -395,26 +374,6 @@ class _Admitter:
         async with asyncio.timeout(seconds + 60):
             await asyncio.gather(*(worker() for _ in range(self.in_flight)))
         return len(times), loop.time() - started, times
-
-
-async def _accepted_until(
-    count: Callable[[], Awaitable[float]], want: int, *, budget_s: float, still_s: float = 2.0
-) -> tuple[int, float]:
-    """Poll ``count()`` until it reaches ``want``, stops growing for ``still_s`` or
-    ``budget_s`` passed; (last value, seconds waited)."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    last, since = -1, started
-    while True:
-        now = int(await count())
-        t = loop.time()
-        if now >= want or t - started >= budget_s:
-            return now, t - started
-        if now != last:
-            last, since = now, t
-        elif t - since >= still_s:
-            return now, t - started
-        await asyncio.sleep(0.05)  # the count lives in another process
 
 
 def _summary(times: Sequence[float]) -> dict[str, Any]:
@@ -457,31 +416,23 @@ async def _measure(
         assert pid is not None
         if pid not in limit.pids():
             raise CgroupError(f"the webhook (pid {pid}) is not in {limit.path}: {limit.pids()}")
-        client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
-        client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=variant.in_flight)
-        async with aiohttp.ClientSession(connector=connector) as session:
-
-            async def count() -> float:
-                return await accepted(session, kcp_metrics, client)
-
-            admitter = _Admitter(session, url, variant.in_flight, next_index=-WARM_UP)
+        async with webhook_client(files, url, kcp_metrics, in_flight=variant.in_flight) as client:
+            admitter = _Admitter(client, variant.in_flight, next_index=-WARM_UP)
             async with asyncio.timeout(60):
                 for _ in range(WARM_UP):  # TLS sessions, pools, code paths
                     await admitter.admit()
-                await _accepted_until(count, WARM_UP, budget_s=10)
-            base = int(await count())
+                await client.accepted_until(WARM_UP, budget_s=10)
+            base = await client.accepted()
 
             # (a) sustained: saturate for the window, count what the KCP accepted
             stat0, cpu0 = limit.stat(), cpu_seconds(pid)
             admitted, window, saturated = await admitter.saturate(window_s)
-            in_window = int(await count()) - base
+            in_window = await client.accepted() - base
             stat1, cpu1 = limit.stat(), cpu_seconds(pid)
             after_drain, drain_s = in_window, 0.0
             if in_window < admitted:
-                drained, drain_s = await _accepted_until(
-                    count, base + admitted, budget_s=drain_budget_s
+                drained, drain_s = await client.accepted_until(
+                    base + admitted, budget_s=drain_budget_s
                 )
                 after_drain = drained - base
             sustained = sustained_figures(
@@ -564,17 +515,6 @@ SUSTAINED_COLUMNS = (
     "periods throttled",
     "throttled s",
 )
-PACED_COLUMNS = (
-    "webhook at 100m",
-    "RSA",
-    "paced rate /s (achieved)",
-    "samples",
-    "admission p50 ms",
-    "admission p99 ms",
-    "max ms",
-    "periods throttled",
-    "throttled s",
-)
 
 
 def _throttled(stat: dict[str, Any]) -> str:
@@ -615,21 +555,9 @@ def sustained_table(rows: Sequence[dict[str, Any]], window_s: float) -> Table:
                 s["cpu_stat"]["throttled_s"],
             )
         )
+    upstream = "upstream's Go webhook (the issue's figure, not measured here)"
     for bits, rate in UPSTREAM_EVENTS_PER_S.items():
-        cells.append(
-            (
-                "upstream's Go webhook (the issue's figure, not measured here)",
-                bits,
-                rate,
-                1.0,
-                None,
-                "n/a (inline)",
-                None,
-                None,
-                None,
-                None,
-            )
-        )
+        cells.append((upstream, bits, rate, 1.0, None, "n/a (inline)", *[None] * 4))
     return Table(
         f"Sustained events/s at 100m (CREATE admissions, each one event, for {window_s:g} s; "
         f"{IN_FLIGHT} in flight unless the row says otherwise)",
@@ -653,28 +581,23 @@ def sustained_table(rows: Sequence[dict[str, Any]], window_s: float) -> Table:
 
 
 def paced_table(rows: Sequence[dict[str, Any]]) -> Table:
-    cells: list[tuple[Cell, ...]] = []
-    for r in rows:
-        p = r["paced"]
-        if p is None:
-            continue
-        cells.append(
-            (
-                r["label"],
-                r["rsa_bits"],
-                f"{p['rate_per_s']:g} ({p['achieved_per_s']:g})",
-                p["samples"],
-                p["p50_ms"],
-                p["p99_ms"],
-                p["max_ms"],
-                _throttled(p["cpu_stat"]),
-                p["cpu_stat"]["throttled_s"],
-            )
-        )
-    return Table(
+    return Table.of(
         "Admission latency at 100m, paced (POST → answer, as the API server waits)",
-        PACED_COLUMNS,
-        tuple(cells),
+        [
+            {
+                "webhook at 100m": r["label"],
+                "RSA": r["rsa_bits"],
+                "paced rate /s (achieved)": f"{p['rate_per_s']:g} ({p['achieved_per_s']:g})",
+                "samples": p["samples"],
+                "admission p50 ms": p["p50_ms"],
+                "admission p99 ms": p["p99_ms"],
+                "max ms": p["max_ms"],
+                "periods throttled": _throttled(p["cpu_stat"]),
+                "throttled s": p["cpu_stat"]["throttled_s"],
+            }
+            for r in rows
+            if (p := r["paced"]) is not None
+        ],
         note=(
             f"Paced at half the rate the variant sustained above, at most {PACED_RATE:g}/s, "
             f"with up to {IN_FLIGHT} in flight. Under a CFS quota a request that arrives "

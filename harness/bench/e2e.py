@@ -16,11 +16,10 @@ import asyncio
 import bisect
 import os
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from harness.bench.common import BenchContext, paced
+from harness.bench.common import BenchContext, own_cpu_seconds, paced, times_by_key
 from harness.bench.envkit import SkrWriter, skr_writers
 from harness.bench.model import BenchResult, Cell, Table, Target, summary
 from harness.environment import (
@@ -46,12 +45,11 @@ class Write:
 
 def _match(env: WatcherEnvironment, writes: list[Write]) -> tuple[list[float], list[float], int]:
     """(write → listener ms, write → reconcile-start ms, writes with no event)."""
-    events: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for e in env.events:
-        if e.manager == "lifecycle-manager":
-            events[(e.runtime_id, e.name)].append(e.received_at)
-    for times in events.values():
-        times.sort()
+    events = times_by_key(
+        ((e.runtime_id, e.name), e.received_at)
+        for e in env.events
+        if e.manager == "lifecycle-manager"
+    )
     starts: dict[str, list[float]] = {}
     to_listener: list[float] = []
     to_reconcile: list[float] = []
@@ -100,12 +98,11 @@ async def _run_rate(
         sent = await writer.patch_spec(kyma, f"{rate}-{i}")
         writes.append(Write(writer.name, writer.runtime_id, kyma, sent))
 
-    cpu0 = os.times()
+    cpu0 = own_cpu_seconds()
     started, seconds = await paced(
         rate, count=int(rate * duration), duration=duration * 1.5, action=write
     )
-    cpu1 = os.times()
-    bench_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / seconds
+    bench_cpu = (own_cpu_seconds() - cpu0) / seconds
     load = os.getloadavg()[0]
     await _settle(env, writes, within=15.0)
     listener, reconcile, missing = _match(env, writes)

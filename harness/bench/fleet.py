@@ -66,7 +66,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from harness.aio import spawn, stop_tasks
-from harness.bench.common import BenchContext, cpu_seconds, rss_mib
+from harness.bench.common import BenchContext, cpu_seconds, delta, rss_mib, times_by_key
 from harness.bench.fleet_load import LoadPlan, send_one
 from harness.bench.fleet_plan import (
     DepthSample,
@@ -312,20 +312,11 @@ async def drain(
 
 def watch_starts(klm: LifecycleManager) -> dict[str, list[float]]:
     """Kyma key → start times of its reconciles with the watch-event trigger, sorted."""
-    starts: dict[str, list[float]] = {}
-    for r in klm.reconciles(trigger=Trigger.WATCH_EVENT):
-        starts.setdefault(r.kyma, []).append(r.at)
-    for values in starts.values():
-        values.sort()
-    return starts
+    return times_by_key((r.kyma, r.at) for r in klm.reconciles(trigger=Trigger.WATCH_EVENT))
 
 
 def _cpu(pids: Mapping[str, int | None]) -> dict[str, float | None]:
     return {name: cpu_seconds(pid) if pid else None for name, pid in pids.items()}
-
-
-def _delta(before: float | None, after: float | None) -> float | None:
-    return None if before is None or after is None else round(after - before, 3)
 
 
 async def measure_window(
@@ -359,7 +350,7 @@ async def measure_window(
     finally:
         await stop_tasks([sampler])
     cpu1, requests1 = _cpu(pids), await kcp_requests(api)
-    cpu = {name: _delta(cpu0[name], cpu1[name]) for name in pids}
+    cpu = {name: delta(cpu0[name], cpu1[name], digits=3) for name in pids}
     return Window(
         start=start,
         end=end,
@@ -368,11 +359,7 @@ async def measure_window(
         samples=samples,
         cpu_s=cpu,
         rss_mib={name: rss_mib(pid) for name, pid in pids.items()},
-        requests_per_s=(
-            requests_per_second(requests0, requests1, end - start)
-            if requests0 is not None and requests1 is not None
-            else None
-        ),
+        requests_per_s=requests_per_second(requests0, requests1, end - start),
         reconciles=[r for r in klm.reconciles(since=start) if r.at <= end],
     )
 

@@ -24,9 +24,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
+from pydantic import TypeAdapter
 
 from harness.bench.fleet_plan import PlannedEvent, SentEvent
 from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
@@ -52,33 +52,19 @@ class LoadPlan:
     max_in_flight: int = 64
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "url": self.url,
-                "ca_file": self.ca_file,
-                "certs_dir": self.certs_dir,
-                "timeout_s": self.timeout_s,
-                "max_in_flight": self.max_in_flight,
-                "events": [[e.at, e.runtime_id, e.phase] for e in self.events],
-            }
-        )
+        return _LOAD_PLAN.dump_json(self).decode()
 
     @classmethod
     def from_json(cls, text: str) -> LoadPlan:
-        data: dict[str, Any] = json.loads(text)
-        return cls(
-            url=str(data["url"]),
-            ca_file=str(data["ca_file"]),
-            certs_dir=str(data["certs_dir"]),
-            events=tuple(PlannedEvent(float(a), str(r), str(p)) for a, r, p in data["events"]),
-            timeout_s=float(data["timeout_s"]),
-            max_in_flight=int(data["max_in_flight"]),
-        )
+        return _LOAD_PLAN.validate_json(text)
 
     @property
     def seconds(self) -> float:
         """The planned send time of the last event."""
         return max((e.at for e in self.events), default=0.0)
+
+
+_LOAD_PLAN = TypeAdapter(LoadPlan)
 
 
 def _context(plan: LoadPlan, runtime_id: str) -> ssl.SSLContext:

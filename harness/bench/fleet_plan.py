@@ -204,9 +204,12 @@ def request_totals(metrics_text: str) -> dict[str, float]:
 
 
 def requests_per_second(
-    before: Mapping[str, float], after: Mapping[str, float], seconds: float
-) -> dict[str, float]:
-    """Per verb and ``total``: requests per second between two ``request_totals``."""
+    before: Mapping[str, float] | None, after: Mapping[str, float] | None, seconds: float
+) -> dict[str, float] | None:
+    """Per verb and ``total``: requests per second between two ``request_totals`` (None
+    when either was not read)."""
+    if before is None or after is None:
+        return None
     delta = {verb: after[verb] - before.get(verb, 0.0) for verb in after}
     rates = {v: round(d / seconds, 2) for v, d in sorted(delta.items()) if d > 0}
     return {**rates, "total": round(sum(delta.values()) / seconds, 2)}

@@ -223,40 +223,28 @@ def setup_table(figures: Mapping[str, Any]) -> Table:
 
 
 def phases_table(figures: Mapping[str, Any]) -> Table:
-    rows: list[tuple[Cell, ...]] = []
     planned = {p["name"]: p for p in figures["config"]["phases"]}
+    rows: list[dict[str, Cell]] = []
     for name, f in figures["phases"].items():
         p = planned.get(name)
         reaction, accept = f["reaction_ms"], f["accept_ms"]
         rows.append(
-            (
-                name,
-                f"{p['rate']:g}/s for {p['seconds']:g} s" if p else "",
-                f["events"],
-                f["accepted"],
-                _ms(reaction, "p50"),
-                _ms(reaction, "p99"),
-                _ms(reaction, "max"),
-                reaction["unreconciled"],
-                _ms(accept, "p50"),
-                _ms(accept, "p99"),
-            )
+            {
+                "phase": name,
+                "planned": f"{p['rate']:g}/s for {p['seconds']:g} s" if p else "",
+                "events": f["events"],
+                "answered 200": f["accepted"],
+                "reaction p50 ms": _ms(reaction, "p50"),
+                "reaction p99 ms": _ms(reaction, "p99"),
+                "reaction max ms": _ms(reaction, "max"),
+                "no reconcile": reaction["unreconciled"],
+                "accept p50 ms": _ms(accept, "p50"),
+                "accept p99 ms": _ms(accept, "p99"),
+            }
         )
-    return Table(
+    return Table.of(
         "Events through Envoy → listener → KLM: reaction = sent → start of its Kyma's reconcile",
-        (
-            "phase",
-            "planned",
-            "events",
-            "answered 200",
-            "reaction p50 ms",
-            "reaction p99 ms",
-            "reaction max ms",
-            "no reconcile",
-            "accept p50 ms",
-            "accept p99 ms",
-        ),
-        tuple(rows),
+        rows,
         note=(
             "realistic = steady + recovery. Accept = sent → the gateway's 200 (new TLS "
             "connection per event, as an SKR sending a few events per hour makes). A reaction "

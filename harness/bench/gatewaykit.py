@@ -9,14 +9,37 @@ runtimes' identities (runtime id ↔ SKR domain, one EC certificate each).
 
 from __future__ import annotations
 
+import asyncio
+import json
+import ssl
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
+from harness.bench.model import summary
+from harness.clusters.ports import free_port
+from harness.clusters.probes import http_probe
+from harness.clusters.process import OwnedProcess
+from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.kcp.gateway.routes import service_key
 from watcher import pki
-from watcher.render.envoy import TlsFiles
+from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
+from watcher.render.envoy import ClusterSettings, TlsFiles
 
 MANAGER = "lifecycle-manager"
 SERVICE = ("klm-controller-manager-events", "kcp-system", 8082)
+EVENT = encode_event(
+    WatchEvent(
+        ObjectKey("kyma-system", "default"),
+        GroupVersionKind("operator.kyma-project.io", "v1beta2", "Kyma"),
+    )
+)
+"""The bytes our webhook (and upstream's) sends for a Kyma change."""
 
 
 def virtual_service() -> dict[str, Any]:
@@ -84,3 +107,115 @@ def gateway_pki(root: Path) -> tuple[pki.CertificateAuthority, TlsFiles]:
         private_key=write_file(root / "gw.key", server.key_pem),
         ca=write_file(root / "ca.crt", ca.cert_pem),
     )
+
+
+async def skr_sessions(
+    stack: AsyncExitStack, skrs: Sequence[tuple[str, str, str]], ca_file: str, *, limit: int
+) -> list[aiohttp.ClientSession]:
+    """One keep-alive client per SKR of :func:`issue_skrs` (its own certificate, at most
+    ``limit`` connections), closed with ``stack``."""
+    sessions = []
+    for _, cert, key in skrs:
+        context = ssl.create_default_context(cafile=ca_file)
+        context.load_cert_chain(cert, key)
+        sessions.append(
+            await stack.enter_async_context(
+                aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(ssl=context, limit=limit),
+                    timeout=aiohttp.ClientTimeout(total=30),
+                )
+            )
+        )
+    return sessions
+
+
+async def post_events(
+    url: str,
+    sessions: Sequence[aiohttp.ClientSession],
+    count: int,
+    *,
+    in_flight: int,
+    budget_s: float,
+) -> dict[str, Any]:
+    """POST :data:`EVENT` ``count`` times round-robin over ``sessions``, ``in_flight`` at a
+    time: events, seconds, events/s, latency (ms, POST → answer) and answers by status."""
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    next_index = 0
+    headers = {"Content-Type": "application/json"}
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < count:
+            i = next_index
+            next_index += 1
+            started = time.perf_counter()
+            async with sessions[i % len(sessions)].post(url, data=EVENT, headers=headers) as r:
+                await r.read()
+            latencies.append((time.perf_counter() - started) * 1000)
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+
+    started = time.perf_counter()
+    async with asyncio.timeout(budget_s):
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+    seconds = time.perf_counter() - started
+    return {
+        "events": len(latencies),
+        "seconds": round(seconds, 3),
+        "events_per_s": round(len(latencies) / seconds, 1),
+        "latency_ms": summary(latencies),
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+    }
+
+
+def write_domains(path: Path, skrs: Sequence[tuple[str, str, str]]) -> Path:
+    """The listener's ``--domains`` file for :func:`issue_skrs`'s runtimes (id → SKR domain)."""
+    path.write_text(
+        json.dumps(
+            {rid: f"skr-{rid.removeprefix('runtime-')}.kyma.example.com" for rid, *_ in skrs}
+        )
+    )
+    return path
+
+
+async def listener_behind_envoy(
+    stack: AsyncExitStack,
+    tag: str,
+    *,
+    domains: Path,
+    gateway_tls: TlsFiles,
+    logs: Path,
+    stub: Sequence[str] = ("-m", "harness.bench.kcp_stub"),
+    listener_args: Sequence[str] = (),
+    probe_ssl: ssl.SSLContext | None = None,
+    cluster_settings: ClusterSettings = ClusterSettings(),  # noqa: B008 - frozen
+    concurrency: int | None = None,
+) -> tuple[OwnedProcess, EnvoyGateway]:
+    """KLM's listener in its own process (:mod:`harness.bench.kcp_stub`: XFCC identity, SAN
+    pinning against ``domains``; ``stub`` may wrap it, e.g. in the profiler) behind the
+    real Envoy gateway routing KLM's event path to it; both stop with ``stack``.
+    ``probe_ssl``: the listener serves TLS (its ``/metrics`` is probed with it)."""
+    port = free_port()
+    session = await stack.enter_async_context(aiohttp.ClientSession())
+    metrics = f"{'http' if probe_ssl is None else 'https'}://127.0.0.1:{port}/metrics"
+    argv = [sys.executable, *stub, "--port", str(port), "--component", MANAGER,
+            "--identity", "xfcc", "--domains", str(domains), *listener_args]  # fmt: skip
+    listener = await stack.enter_async_context(
+        OwnedProcess(
+            f"listener-{tag}",
+            argv,
+            log_path=logs / f"listener-{tag}.log",
+            probe=http_probe(session, metrics, lambda s, _: s == 200, ssl_context=probe_ssl),
+        )
+    )
+    gateway = await stack.enter_async_context(
+        EnvoyGateway(
+            gateway_tls,
+            log_dir=logs,
+            name=f"kcp-gateway-{tag}",
+            cluster_settings=cluster_settings,
+            concurrency=concurrency,
+        )
+    )
+    await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
+    return listener, gateway

@@ -37,12 +37,12 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.aio import spawn, stop_tasks
-from harness.bench.common import BenchContext, cpu_seconds, loadavg
+from harness.bench.common import BenchContext, cpu_seconds, delta, loadavg, times_by_key
 from harness.bench.fleet import kcp_requests
 from harness.bench.fleet_plan import requests_per_second
 from harness.bench.klm_scale_report import (
@@ -124,22 +124,24 @@ def _members(groups: Sequence[int]) -> list[int]:
     return [p for g in groups for p in ([g] if g == own else procfs.group_members(g) or [g])]
 
 
-def cpu_now(pids: Mapping[str, Sequence[int]]) -> dict[str, float | None]:
+def _total(
+    pids: Mapping[str, Sequence[int]], read: Callable[[int], float | None]
+) -> dict[str, float | None]:
+    """Per component: ``read`` summed over its processes (None when none could be read)."""
     out: dict[str, float | None] = {}
     for name, groups in pids.items():
-        values = [cpu_seconds(p) for p in _members(groups)]
-        present = [v for v in values if v is not None]
+        present = [v for p in _members(groups) if (v := read(p)) is not None]
         out[name] = sum(present) if present else None
     return out
 
 
+def cpu_now(pids: Mapping[str, Sequence[int]]) -> dict[str, float | None]:
+    return _total(pids, cpu_seconds)
+
+
 def rss_now(pids: Mapping[str, Sequence[int]]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for name, groups in pids.items():
-        values = [procfs.rss_bytes(p) for p in _members(groups)]
-        present = [v for v in values if v is not None]
-        out[name] = round(sum(present) / 2**20, 1) if present else None
-    return out
+    found = _total(pids, procfs.rss_bytes)
+    return {name: None if v is None else round(v / 2**20, 1) for name, v in found.items()}
 
 
 @dataclass
@@ -256,20 +258,12 @@ async def measure(klm: KlmUnderTest, config: ScaleConfig, workdir: Path) -> KlmR
             startup = dict(env.timings)
     finally:
         await observer.stop()
-    starts: dict[str, list[float]] = {}
-    for r in observed:
-        starts.setdefault(r.kyma, []).append(r.at)
-    for values in starts.values():
-        values.sort()
 
     def rate(
         before: dict[str, float] | None, after: dict[str, float] | None, s: float
     ) -> float | None:
-        return (
-            None
-            if before is None or after is None
-            else requests_per_second(before, after, s)["total"]
-        )
+        found = requests_per_second(before, after, s)
+        return None if found is None else found["total"]
 
     return KlmRun(
         label=klm.label,
@@ -282,20 +276,16 @@ async def measure(klm: KlmUnderTest, config: ScaleConfig, workdir: Path) -> KlmR
         window=(start, end),
         writes=writes,
         events=events,
-        reconcile_starts=starts,
+        reconcile_starts=times_by_key((r.kyma, r.at) for r in observed),
         kyma_of=kyma_of,
         requests_per_s={
             "startup": rate(observer.requests0, requests_ready, ready_s),
             "window": rate(requests_ready, requests_end, end - start),
         },
-        cpu_s={n: _delta(cpu0[n], cpu1[n]) for n in pids},
+        cpu_s={n: delta(cpu0[n], cpu1[n]) for n in pids},
         rss_mib=rss,
         failed_reconciles=sum(r.failed and start <= r.at <= end for r in observed),
     )
-
-
-def _delta(before: float | None, after: float | None) -> float | None:
-    return None if before is None or after is None else round(after - before, 2)
 
 
 async def measure_all(

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.bench.common import times_by_key
 from harness.bench.model import BenchResult, Cell, Table, summary
 from harness.report.plot import _PALETTE, _figure, _png, _style
 
@@ -119,11 +120,7 @@ def event_to_reconcile(run: KlmRun) -> list[float | None]:
 
 def write_to_event(run: KlmRun) -> list[float | None]:
     """Per SKR write: seconds until the listener accepted an event from that runtime."""
-    arrivals: dict[str, list[float]] = {}
-    for event in run.events:
-        arrivals.setdefault(event.runtime_id, []).append(event.at)
-    for values in arrivals.values():
-        values.sort()
+    arrivals = times_by_key((event.runtime_id, event.at) for event in run.events)
     out: list[float | None] = []
     for write in run.writes:
         found = first_at_or_after(arrivals.get(write.runtime_id, []), write.at)
@@ -139,11 +136,6 @@ def _ms(values: Iterable[float | None]) -> dict[str, Any]:
     found = [v * 1000 for v in values if v is not None]
     missing = sum(v is None for v in values)
     return {**summary(found), "missing": missing}
-
-
-def _sum(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return round(sum(present), 2) if present else None
 
 
 def run_figures(run: KlmRun) -> dict[str, Any]:

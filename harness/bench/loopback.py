@@ -40,6 +40,7 @@ from watcher import __version__, pki
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 BIN = Path(sys.executable).parent
+JSON = {"Content-Type": "application/json"}
 
 
 @dataclass(frozen=True)
@@ -138,24 +139,14 @@ async def kcp_and_webhook_processes(
     async with AsyncExitStack() as stack:
         session = await stack.enter_async_context(aiohttp.ClientSession())
         kcp_metrics = f"https://127.0.0.1:{kcp_port}/metrics"
+        stub = [sys.executable, "-m", "harness.bench.kcp_stub", "--port", str(kcp_port),
+                "--delay", str(delay), "--tls-cert", str(files.kcp["tls.crt"]),
+                "--tls-key", str(files.kcp["tls.key"]),
+                "--ca-cert", str(files.kcp["ca.crt"])]  # fmt: skip
         await stack.enter_async_context(
             OwnedProcess(
                 "kcp-stub",
-                [
-                    sys.executable,
-                    "-m",
-                    "harness.bench.kcp_stub",
-                    "--port",
-                    str(kcp_port),
-                    "--delay",
-                    str(delay),
-                    "--tls-cert",
-                    str(files.kcp["tls.crt"]),
-                    "--tls-key",
-                    str(files.kcp["tls.key"]),
-                    "--ca-cert",
-                    str(files.kcp["ca.crt"]),
-                ],
+                stub,
                 log_path=logs / f"kcp-{mode}-{delay}.log",
                 probe=http_probe(session, kcp_metrics, lambda s, _: s == 200, ssl_context=client),
             )
@@ -201,27 +192,90 @@ async def kcp_and_webhook_processes(
         yield f"https://127.0.0.1:{hook_port}/validate/lifecycle-manager", kcp_metrics, webhook
 
 
+async def accepted(session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext) -> float:
+    async with session.get(url, ssl=ctx) as r:
+        text = await r.text()
+    for line in text.splitlines():
+        if line.startswith("watcher_listener_events_accepted_total"):
+            return float(line.split()[-1])
+    raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
+
+
+@dataclass(frozen=True)
+class WebhookClient:
+    """This process as the SKR's API server: admissions to the webhook over keep-alive
+    HTTPS, and the KCP stub's count of accepted events (its ``/metrics``, mTLS)."""
+
+    session: aiohttp.ClientSession
+    url: str
+    kcp_metrics: str
+    kcp_ssl: ssl.SSLContext
+
+    async def admit(self, body: bytes) -> float:
+        """POST one AdmissionReview; milliseconds until the answer (which must be 200)."""
+        started = time.perf_counter()
+        async with self.session.post(self.url, data=body, headers=JSON) as r:
+            await r.read()
+            if r.status != 200:
+                raise RuntimeError(f"admission answered {r.status}")
+        return (time.perf_counter() - started) * 1000
+
+    async def accepted(self) -> int:
+        return int(await accepted(self.session, self.kcp_metrics, self.kcp_ssl))
+
+    async def accepted_until(
+        self, want: int, *, budget_s: float, still_s: float = 2.0, every_s: float = 0.05
+    ) -> tuple[int, float]:
+        """Poll :meth:`accepted` until it reaches ``want``, stops growing for ``still_s``
+        (the webhook's queue may have dropped the oldest events) or ``budget_s`` passed;
+        (last count, seconds waited)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        last, since = -1, started
+        while True:
+            now = await self.accepted()
+            t = loop.time()
+            if now >= want or t - started >= budget_s:
+                return now, t - started
+            if now != last:
+                last, since = now, t
+            elif t - since >= still_s:
+                return now, t - started
+            await asyncio.sleep(every_s)  # the count lives in another process
+
+
+@asynccontextmanager
+async def webhook_client(
+    files: Files, url: str, kcp_metrics: str, *, in_flight: int = 100
+) -> AsyncIterator[WebhookClient]:
+    """A :class:`WebhookClient` with at most ``in_flight`` connections to the webhook."""
+    kcp_ssl = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
+    kcp_ssl.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
+    ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
+    connector = aiohttp.TCPConnector(ssl=ctx, limit=in_flight)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        yield WebhookClient(session, url, kcp_metrics, kcp_ssl)
+
+
+def encoded_review(i: int) -> bytes:
+    return json.dumps(review(i)).encode()
+
+
 async def measure_latency(
     files: Files, logs: Path, *, mode: str, delay: float, samples: int, budget_s: float
 ) -> LatencyResult:
-    async with kcp_and_webhook(files, logs, mode=mode, delay=delay) as (url, _):
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s:
-            for i in range(20):  # warm-up: TLS session, pools, code paths
-                async with s.post(url, json=review(-i - 1)) as r:
-                    await r.read()
-            times: list[float] = []
-            deadline = time.monotonic() + budget_s
-            for i in range(samples):
-                if time.monotonic() > deadline:
-                    break
-                body = review(i)
-                started = time.perf_counter()
-                async with s.post(url, json=body) as r:
-                    await r.read()
-                    if r.status != 200:
-                        raise RuntimeError(f"admission answered {r.status}")
-                times.append((time.perf_counter() - started) * 1000)
+    async with (
+        kcp_and_webhook(files, logs, mode=mode, delay=delay) as (url, kcp_metrics),
+        webhook_client(files, url, kcp_metrics) as client,
+    ):
+        for i in range(20):  # warm-up: TLS session, pools, code paths
+            await client.admit(encoded_review(-i - 1))
+        times: list[float] = []
+        deadline = time.monotonic() + budget_s
+        for i in range(samples):
+            if time.monotonic() > deadline:
+                break
+            times.append(await client.admit(encoded_review(i)))
     return LatencyResult(
         mode,
         delay,
@@ -232,42 +286,27 @@ async def measure_latency(
     )
 
 
-async def accepted(session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext) -> float:
-    async with session.get(url, ssl=ctx) as r:
-        text = await r.text()
-    for line in text.splitlines():
-        if line.startswith("watcher_listener_events_accepted_total"):
-            return float(line.split()[-1])
-    raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
-
-
 async def measure_throughput(
     files: Files, logs: Path, *, events: int, in_flight: int, budget_s: float
 ) -> ThroughputResult:
-    async with kcp_and_webhook(files, logs, mode="async", delay=0.0) as (url, kcp_metrics):
-        client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
-        client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=in_flight)
-        async with aiohttp.ClientSession(connector=connector) as s:
-            base = await accepted(s, kcp_metrics, client)
-            queue: asyncio.Queue[int] = asyncio.Queue()
-            for i in range(events):
-                queue.put_nowait(i)
+    async with (
+        kcp_and_webhook(files, logs, mode="async", delay=0.0) as (url, kcp_metrics),
+        webhook_client(files, url, kcp_metrics, in_flight=in_flight) as client,
+    ):
+        base = await client.accepted()
+        indices = iter(range(events))
 
-            async def worker() -> None:
-                while not queue.empty():
-                    body = review(queue.get_nowait())
-                    async with s.post(url, json=body) as r:
-                        await r.read()
+        async def worker() -> None:
+            for i in indices:  # shared iterator: each index is taken once
+                await client.admit(encoded_review(i))
 
-            started = time.perf_counter()
-            async with asyncio.timeout(budget_s):
-                await asyncio.gather(*(worker() for _ in range(in_flight)))
-                admitted = time.perf_counter() - started
-                while await accepted(s, kcp_metrics, client) - base < events:  # noqa: ASYNC110
-                    await asyncio.sleep(0.01)  # the count lives in another process
-            seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        async with asyncio.timeout(budget_s):
+            await asyncio.gather(*(worker() for _ in range(in_flight)))
+            admitted = time.perf_counter() - started
+            while await client.accepted() - base < events:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # the count lives in another process
+        seconds = time.perf_counter() - started
     return ThroughputResult(
         events,
         in_flight,

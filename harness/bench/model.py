@@ -9,7 +9,7 @@ is the complete record and the tables are a view of it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.report.stats import percentile
@@ -39,6 +39,20 @@ class Table:
                     f"table {self.title!r}: row {row!r} has {len(row)} cells for "
                     f"{len(self.columns)} columns"
                 )
+
+    @classmethod
+    def of(
+        cls,
+        title: str,
+        records: Sequence[Mapping[str, Cell]],
+        note: str = "",
+        *,
+        columns: tuple[str, ...] = (),
+    ) -> Table:
+        """A table from one mapping per row (heading → cell), so each heading stands next to
+        its cell; ``columns`` (default: the first row's headings) when there may be no rows."""
+        heads = columns or (tuple(records[0]) if records else ())
+        return cls(title, heads, tuple(tuple(r[c] for c in heads) for r in records), note)
 
 
 @dataclass(frozen=True)
@@ -102,17 +116,7 @@ class RunMeta:
         return max(self.load_before[0], self.load_after[0]) >= self.cores / 2
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "command": self.command,
-            "date": self.date,
-            "cores": self.cores,
-            "load_before": list(self.load_before),
-            "load_after": list(self.load_after),
-            "seconds": round(self.seconds, 1),
-            "versions": dict(self.versions),
-            "quick": self.quick,
-            "busy": self.busy,
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 1), "busy": self.busy}
 
 
 def summary(values: Sequence[float]) -> dict[str, float | int]:

@@ -1,6 +1,6 @@
 """Run a console entry point under cProfile: ``python -m harness.bench.profiled OUT MOD:FUNC
 [ARGS ...]``; the statistics are written to ``OUT`` when the program ends (SIGTERM included,
-since the product's servers stop cleanly on it). :func:`top_functions` summarises them.
+since the product's servers stop cleanly on it). :class:`Profile` summarises them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,11 @@ import importlib
 import pstats
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from harness.bench.model import Cell, Table
 
 _IO = ("socket", "_ssl", "select.epoll", "SSLObject", "SSLSocket")
 
@@ -54,6 +58,42 @@ def top_functions(path: Path, limit: int = 8) -> tuple[float, list[tuple[str, fl
         rows.append((f"{short}:{line}({name})" if short else name, tottime))
     rows.sort(key=lambda r: r[1], reverse=True)
     return total, [(name, own, own / total if total else 0.0) for name, own in rows[:limit]]
+
+
+def _shares(rows: list[tuple[str, float, float]], key: str) -> list[dict[str, Any]]:
+    return [{key: n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in rows]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile's summary: total own seconds, top functions, own time by package."""
+
+    total: float
+    top: list[tuple[str, float, float]]
+    packages: list[tuple[str, float, float]]
+
+    @classmethod
+    def read(cls, path: Path) -> Profile:
+        total, top = top_functions(path, limit=6)
+        return cls(total, top, by_package(path))
+
+    def table(self, title: str, note: str) -> Table:
+        """Own time by package, then the top four functions."""
+        rows: list[tuple[Cell, ...]] = [
+            (name, round(own, 3), f"{share:.0%}") for name, own, share in self.packages
+        ]
+        rows += [(f"top function: {n}", round(o, 3), f"{f:.0%}") for n, o, f in self.top[:4]]
+        return Table(title, ("own time in", "seconds", "share"), tuple(rows), note=note)
+
+    def by_package_json(self) -> list[dict[str, Any]]:
+        return _shares(self.packages, "package")
+
+    def top_json(self) -> list[dict[str, Any]]:
+        return _shares(self.top, "function")
+
+    def shares(self, count: int) -> str:
+        """``watcher 40%, aiohttp 20%, ...``: the first ``count`` packages."""
+        return ", ".join(f"{name} {share:.0%}" for name, _, share in self.packages[:count])
 
 
 def main() -> int:

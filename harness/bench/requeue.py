@@ -61,6 +61,7 @@ workers saturate never counts: its reconcile rate is then KLM's capacity, not a 
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import heapq
 import math
@@ -71,6 +72,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.bench.common import BenchContext
 from harness.bench.model import BenchResult, Cell, Table, Target
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkQueue
 from harness.report.stats import percentile
@@ -614,7 +616,7 @@ def _busy(result: ModeResult) -> str:
     return text + " (saturated)" if result.saturated else text
 
 
-def _comparison_cells(c: Comparison) -> tuple[Cell, Cell, Cell, Cell]:
+def _comparison_cells(c: Comparison) -> dict[str, Cell]:
     """Polling interval, its p99, its reconciles per Kyma-hour, and the verdict."""
     poll = c.polling
     if c.reachable:
@@ -631,43 +633,33 @@ def _comparison_cells(c: Comparison) -> tuple[Cell, Cell, Cell, Cell]:
         verdict = f"{_ratio(c.ratio)} fewer"
     else:
         verdict = f"polling cannot reach it ({_ratio(c.ratio)} more even at its best p99)"
-    return interval, p99, _rate(poll.reconciles_per_kyma_hour), verdict
+    return {
+        "polling interval found": interval,
+        "polling p99": p99,
+        "polling per Kyma-hour": _rate(poll.reconciles_per_kyma_hour),
+        "watcher needs": verdict,
+    }
 
 
 def comparison_table(runs: Sequence[WorkerRun], plan: Plan) -> Table:
-    rows: list[tuple[Cell, ...]] = []
-    for run in runs:
-        for c in run.comparisons:
-            sensitivity = (
-                "" if c.watcher.interval_s == plan.safety_requeues[0] else " (sensitivity)"
-            )
-            rows.append(
-                (
-                    f"{run.kymas:,}",
-                    workers_label(run.workers),
-                    interval_label(c.watcher.interval_s) + sensitivity,
-                    _seconds(c.watcher.reaction_p99_s)
-                    + (" (saturated)" if c.watcher.saturated else ""),
-                    _rate(c.watcher.reconciles_per_kyma_hour),
-                    f"{_seconds(c.target_p99_s)}: {c.basis}",
-                    *_comparison_cells(c),
-                )
-            )
-    return Table(
+    main = plan.safety_requeues[0]
+    return Table.of(
         "Reconciles per Kyma-hour at the same reaction p99",
-        (
-            "Kymas",
-            "workers",
-            "watcher safety requeue",
-            "watcher p99",
-            "watcher per Kyma-hour",
-            "p99 polling must reach",
-            "polling interval found",
-            "polling p99",
-            "polling per Kyma-hour",
-            "watcher needs",
-        ),
-        tuple(rows),
+        [
+            {
+                "Kymas": f"{run.kymas:,}",
+                "workers": workers_label(run.workers),
+                "watcher safety requeue": interval_label(c.watcher.interval_s)
+                + ("" if c.watcher.interval_s == main else " (sensitivity)"),
+                "watcher p99": _seconds(c.watcher.reaction_p99_s)
+                + (" (saturated)" if c.watcher.saturated else ""),
+                "watcher per Kyma-hour": _rate(c.watcher.reconciles_per_kyma_hour),
+                "p99 polling must reach": f"{_seconds(c.target_p99_s)}: {c.basis}",
+                **_comparison_cells(c),
+            }
+            for run in runs
+            for c in run.comparisons
+        ],
         note=(
             "Polling interval found = the longest interval whose reaction p99 is at most the "
             "target (ladder bracket, then geometric bisection to "
@@ -683,38 +675,24 @@ def comparison_table(runs: Sequence[WorkerRun], plan: Plan) -> Table:
 
 
 def configurations_table(kymas: int, runs: Sequence[WorkerRun]) -> Table:
-    rows: list[tuple[Cell, ...]] = []
-    for run in runs:
-        for r in (*run.ladder, *run.watchers):
-            rows.append(
-                (
-                    workers_label(run.workers),
-                    r.mode,
-                    _rate(r.reconciles_per_kyma_hour),
-                    r.event_triggered,
-                    _busy(r),
-                    _seconds(r.reaction_p50_s),
-                    _seconds(r.reaction_p99_s),
-                    _seconds(r.reaction_max_s),
-                    r.changes,
-                    _span(r.span_s),
-                )
-            )
-    return Table(
+    return Table.of(
         f"{kymas:,} Kymas: every configuration (the curve)",
-        (
-            "workers",
-            "mode",
-            "per Kyma-hour",
-            "event-triggered",
-            "busy workers",
-            "reaction p50",
-            "reaction p99",
-            "reaction max",
-            "changes",
-            "simulated span",
-        ),
-        tuple(rows),
+        [
+            {
+                "workers": workers_label(run.workers),
+                "mode": r.mode,
+                "per Kyma-hour": _rate(r.reconciles_per_kyma_hour),
+                "event-triggered": r.event_triggered,
+                "busy workers": _busy(r),
+                "reaction p50": _seconds(r.reaction_p50_s),
+                "reaction p99": _seconds(r.reaction_p99_s),
+                "reaction max": _seconds(r.reaction_max_s),
+                "changes": r.changes,
+                "simulated span": _span(r.span_s),
+            }
+            for run in runs
+            for r in (*run.ladder, *run.watchers)
+        ],
         note=(
             "Busy workers = mean concurrent reconciles; saturated = busy ≥ "
             f"{SATURATED:.0%} of the workers: every queued Kyma waits for a pass over the "
@@ -806,6 +784,15 @@ def _target(workers: int | None, runs: Sequence[WorkerRun], plan: Plan) -> Targe
         "; ".join(_fleet_phrase(c) for c in main),
         all(target_met(c) for c in main),
         note=" ".join(notes),
+    )
+
+
+async def run_in_suite(ctx: BenchContext) -> BenchResult:
+    """:func:`run_requeue` with the end-to-end delays benchmark 2 measured in this run."""
+    delays = ctx.shared.get("e2e_delays_s", ())
+    source = ctx.shared.get("e2e_delays_source", "")
+    return await asyncio.to_thread(
+        run_requeue, quick=ctx.quick, delivery_delays=delays, delay_source=source
     )
 
 

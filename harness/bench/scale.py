@@ -21,18 +21,12 @@ table's note says which ran.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import ssl
-import sys
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
-from harness.bench.common import BenchContext, cpu_seconds, rss_mib
+from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds, rss_mib
 from harness.bench.event_load import (
     Identity,
     LoadGenerator,
@@ -41,16 +35,19 @@ from harness.bench.event_load import (
     identities_json,
     run_event_load,
 )
-from harness.bench.gatewaykit import MANAGER, SERVICE, gateway_pki, issue_skrs, virtual_service
-from harness.bench.model import BenchResult, Cell, Table, Target, summary
-from harness.bench.profiled import by_package, top_functions
-from harness.clusters.ports import free_port
-from harness.clusters.probes import http_probe
-from harness.clusters.process import OwnedProcess
-from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.gateway.routes import service_key
+from harness.bench.gatewaykit import (
+    EVENT,
+    MANAGER,
+    gateway_pki,
+    issue_skrs,
+    listener_behind_envoy,
+    post_events,
+    skr_sessions,
+    write_domains,
+)
+from harness.bench.model import BenchResult, Table, Target
+from harness.bench.profiled import Profile
 from watcher import pki
-from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
 from watcher.render.envoy import TlsFiles
 
 IN_FLIGHT = 64
@@ -58,45 +55,6 @@ CONNS_PER_SKR = 4
 WARMUP_EVENTS, WARMUP_BUDGET_S = 200, 120.0  # at least one per SKR
 BUDGET_S = 90.0
 TARGET_PER_S, TARGET_GROWTH = 4000, 2.0
-EVENT = encode_event(
-    WatchEvent(
-        ObjectKey("kyma-system", "default"),
-        GroupVersionKind("operator.kyma-project.io", "v1beta2", "Kyma"),
-    )
-)
-"""The bytes our webhook (and upstream's) sends for a Kyma change."""
-
-
-async def _measure(
-    url: str, sessions: list[aiohttp.ClientSession], count: int, budget_s: float
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
-    next_index = 0
-    headers = {"Content-Type": "application/json"}
-
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
-            i = next_index
-            next_index += 1
-            started = time.perf_counter()
-            async with sessions[i % len(sessions)].post(url, data=EVENT, headers=headers) as r:
-                await r.read()
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses[r.status] = statuses.get(r.status, 0) + 1
-
-    started = time.perf_counter()
-    async with asyncio.timeout(budget_s):
-        await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    seconds = time.perf_counter() - started
-    return {
-        "events": len(latencies),
-        "seconds": round(seconds, 3),
-        "events_per_s": round(len(latencies) / seconds, 1),
-        "latency_ms": summary(latencies),
-        "statuses": {str(k): v for k, v in sorted(statuses.items())},
-    }
 
 
 async def _run_aiohttp(
@@ -105,26 +63,21 @@ async def _run_aiohttp(
     """The run with aiohttp sessions in this process; the result and CPU seconds of the
     listener, Envoy and the generator (this process) in the measured phase."""
     async with AsyncExitStack() as stack:
-        sessions = []
-        for _, cert, key in skrs:
-            context = ssl.create_default_context(cafile=ca_file)
-            context.load_cert_chain(cert, key)
-            sessions.append(
-                await stack.enter_async_context(
-                    aiohttp.ClientSession(
-                        connector=aiohttp.TCPConnector(ssl=context, limit=CONNS_PER_SKR),
-                        timeout=aiohttp.ClientTimeout(total=30),
-                    )
-                )
-            )
+        sessions = await skr_sessions(stack, skrs, ca_file, limit=CONNS_PER_SKR)
         # every SKR connects once
-        warm = await _measure(url, sessions, max(len(skrs), WARMUP_EVENTS), WARMUP_BUDGET_S)
+        warm = await post_events(
+            url,
+            sessions,
+            max(len(skrs), WARMUP_EVENTS),
+            in_flight=IN_FLIGHT,
+            budget_s=WARMUP_BUDGET_S,
+        )
         if warm["statuses"] != {"200": warm["events"]}:
             raise RuntimeError(f"{len(skrs)} SKRs: warm-up answered {warm['statuses']}")
         cpu0 = {name: cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
-        own0 = _own_cpu()
-        result = await _measure(url, sessions, count, BUDGET_S)
-        own1 = _own_cpu()
+        own0 = own_cpu_seconds()
+        result = await post_events(url, sessions, count, in_flight=IN_FLIGHT, budget_s=BUDGET_S)
+        own1 = own_cpu_seconds()
         cpu1 = {name: cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
     cpu = {name: cpu1[name] - cpu0[name] for name in pids}
     return result, {**cpu, "generator": own1 - own0}
@@ -193,43 +146,18 @@ async def _one_size(
     certs_dir.mkdir()
     skrs = await asyncio.to_thread(issue_skrs, ca, certs_dir, n)
     issued_s = time.monotonic() - started
-    domains = root / f"domains-{tag}.json"
-    domains.write_text(
-        json.dumps(
-            {rid: f"skr-{rid.removeprefix('runtime-')}.kyma.example.com" for rid, *_ in skrs}
-        )
-    )
-    port = free_port()
     stub = ["-m", "harness.bench.kcp_stub"]
     if profile is not None:
         stub = ["-m", "harness.bench.profiled", str(profile), "harness.bench.kcp_stub:main"]
     async with AsyncExitStack() as stack:
-        probe_session = await stack.enter_async_context(aiohttp.ClientSession())
-        listener = await stack.enter_async_context(
-            OwnedProcess(
-                f"listener-{tag}",
-                [
-                    sys.executable,
-                    *stub,
-                    "--port",
-                    str(port),
-                    "--component",
-                    MANAGER,
-                    "--identity",
-                    "xfcc",
-                    "--domains",
-                    str(domains),
-                ],
-                log_path=logs / f"listener-{tag}.log",
-                probe=http_probe(
-                    probe_session, f"http://127.0.0.1:{port}/metrics", lambda s, _: s == 200
-                ),
-            )
+        listener, gateway = await listener_behind_envoy(
+            stack,
+            tag,
+            domains=write_domains(root / f"domains-{tag}.json", skrs),
+            gateway_tls=gateway_tls,
+            logs=logs,
+            stub=stub,
         )
-        gateway = await stack.enter_async_context(
-            EnvoyGateway(gateway_tls, log_dir=logs, name=f"kcp-gateway-{tag}")
-        )
-        await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
         url = f"{gateway.url}/v2/{MANAGER}/event"
         assert listener.pid is not None and gateway.pid is not None
         pids = {"listener": listener.pid, "envoy": gateway.pid}
@@ -278,12 +206,6 @@ def _generator_text(generator: LoadGenerator) -> str:
     return f"aiohttp sessions in this process (not the Go one: {generator.reason})"
 
 
-def _own_cpu() -> float:
-    """This process's CPU seconds: the load generator's cost, next to the servers'."""
-    t = os.times()
-    return t.user + t.system
-
-
 async def run_scale(ctx: BenchContext) -> BenchResult:
     started = time.monotonic()
     root = ctx.logs("scale-pki")
@@ -301,52 +223,31 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     await _one_size(
         ca, gateway_tls, root, logs, 100, count=3000, generator=generator, profile=profile
     )
-    total, top = top_functions(profile, limit=6)
-    packages = by_package(profile)
-    profile_table = Table(
-        f"Where the listener's CPU goes (cProfile, 100 SKRs, 3,000 events; {total:.2f} s)",
-        ("own time in", "seconds", "share"),
-        tuple((name, round(own, 3), f"{share:.0%}") for name, own, share in packages)
-        + tuple((f"top function: {n}", round(o, 3), f"{f:.0%}") for n, o, f in top[:4]),
-        note=(
-            "cProfile on CPU time (time.process_time) slows the process down; read the "
-            "shares, not the absolute times."
-        ),
+    prof = Profile.read(profile)
+    profile_table = prof.table(
+        f"Where the listener's CPU goes (cProfile, 100 SKRs, 3,000 events; {prof.total:.2f} s)",
+        "cProfile on CPU time (time.process_time) slows the process down; read the "
+        "shares, not the absolute times.",
     )
-    table_rows: list[tuple[Cell, ...]] = [
-        (
-            r["skrs"],
-            r["events"],
-            r["events_per_s"],
-            r["latency_ms"]["p50"],
-            r["latency_ms"]["p99"],
-            r["latency_ms"]["max"],
-            r["envoy_rss_mib"],
-            r["listener_rss_mib"],
-            r["listener_cpu_ms_per_event"],
-            r["envoy_cpu_ms_per_event"],
-            r["load_generator_cpu_ms_per_event"],
-            ", ".join(f"{k}: {v}" for k, v in r["statuses"].items()),
-        )
-        for r in rows
-    ]
-    table = Table(
+    table = Table.of(
         f"Events through Envoy to the listener ({IN_FLIGHT} in flight, keep-alive mTLS)",
-        (
-            "SKRs",
-            "events",
-            "events/s",
-            "p50 ms",
-            "p99 ms",
-            "max ms",
-            "Envoy RSS MiB",
-            "listener RSS MiB",
-            "listener CPU ms / event",
-            "Envoy CPU ms / event",
-            "load generator CPU ms / event",
-            "answers",
-        ),
-        tuple(table_rows),
+        [
+            {
+                "SKRs": r["skrs"],
+                "events": r["events"],
+                "events/s": r["events_per_s"],
+                "p50 ms": r["latency_ms"]["p50"],
+                "p99 ms": r["latency_ms"]["p99"],
+                "max ms": r["latency_ms"]["max"],
+                "Envoy RSS MiB": r["envoy_rss_mib"],
+                "listener RSS MiB": r["listener_rss_mib"],
+                "listener CPU ms / event": r["listener_cpu_ms_per_event"],
+                "Envoy CPU ms / event": r["envoy_cpu_ms_per_event"],
+                "load generator CPU ms / event": r["load_generator_cpu_ms_per_event"],
+                "answers": ", ".join(f"{k}: {v}" for k, v in r["statuses"].items()),
+            }
+            for r in rows
+        ],
         note=(
             "Each SKR: its own EC certificate (CN = runtime id, DNS SAN = its SKR domain) and "
             f"its own client (keep-alive, at most {CONNS_PER_SKR} connections); every SKR "
@@ -365,7 +266,7 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
         envoy_ms = hundred["envoy_cpu_ms_per_event"]
         client_ms = hundred["load_generator_cpu_ms_per_event"]
         total_ms = listener_ms + envoy_ms + client_ms
-        shares = ", ".join(f"{name} {share:.0%}" for name, _, share in packages[:5])
+        shares = prof.shares(5)
         rate_note = (
             f"CPU per event: listener {listener_ms} ms (one Python process: at most "
             f"{1000 / listener_ms:,.0f} events/s on a core of its own), Envoy {envoy_ms} ms, "
@@ -412,8 +313,6 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
             "load_generator": generator.name,
             "load_generator_note": _generator_text(generator),
             "p99_growth_10_to_1000": round(growth, 3),
-            "listener_profile_by_package": [
-                {"package": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in packages
-            ],
+            "listener_profile_by_package": prof.by_package_json(),
         },
     )

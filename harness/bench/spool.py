@@ -24,19 +24,17 @@ import argparse
 import asyncio
 import json
 import re
-import ssl
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from harness.bench.loopback import (
     Files,
+    encoded_review,
     kcp_and_webhook_processes,
     make_pki,
-    review,
+    webhook_client,
 )
 from harness.report.model import ScenarioReport, TimelineKind
 from harness.report.stats import percentile
@@ -56,32 +54,27 @@ async def _latency_once(
         env["WATCHER_SPOOL_DIR"] = str(root / f"spool-{name}")
     logs = root / f"logs-{name}"
     logs.mkdir()
-    async with kcp_and_webhook_processes(files, logs, mode="async", delay=0.0, extra_env=env) as (
-        url,
-        _,
-        _,
+    async with (
+        kcp_and_webhook_processes(files, logs, mode="async", delay=0.0, extra_env=env) as (
+            url,
+            kcp_metrics,
+            _,
+        ),
+        webhook_client(files, url, kcp_metrics, in_flight=in_flight) as client,
     ):
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=in_flight)
-        async with aiohttp.ClientSession(connector=connector) as s:
 
-            async def one(i: int) -> float:
-                started = time.perf_counter()
-                async with s.post(url, json=review(i)) as r:
-                    await r.read()
-                    if r.status != 200:
-                        raise RuntimeError(f"admission answered {r.status}")
-                return (time.perf_counter() - started) * 1000
+        async def one(i: int) -> float:
+            return await client.admit(encoded_review(i))
 
-            for i in range(50):  # warm-up: TLS sessions, pools, code paths
-                await one(-i - 1)
-            serial = [await one(i) for i in range(samples)]
-            base = samples
-            started = time.perf_counter()
-            parallel: list[float] = []
-            for chunk in range(0, samples, in_flight):
-                parallel += await asyncio.gather(*(one(base + chunk + j) for j in range(in_flight)))
-            seconds = time.perf_counter() - started
+        for i in range(50):  # warm-up: TLS sessions, pools, code paths
+            await one(-i - 1)
+        serial = [await one(i) for i in range(samples)]
+        base = samples
+        started = time.perf_counter()
+        parallel: list[float] = []
+        for chunk in range(0, samples, in_flight):
+            parallel += await asyncio.gather(*(one(base + chunk + j) for j in range(in_flight)))
+        seconds = time.perf_counter() - started
     return {
         "spool": name,
         "samples": samples,

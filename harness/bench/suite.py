@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import os
 import platform
 import re
@@ -40,84 +41,29 @@ class Benchmark:
     name: str
     title: str
     budget_s: float  # seconds; the benchmark is cancelled and reported failed beyond it
-    run: Runner
+    entry: str
+    """``module:function`` below :mod:`harness.bench`, imported only when the benchmark runs
+    (a selection with ``--only`` does not pay for the others' imports)."""
 
-
-async def _admission(ctx: BenchContext) -> BenchResult:
-    from harness.bench.admission import run_admission
-
-    return await run_admission(ctx)
-
-
-async def _e2e(ctx: BenchContext) -> BenchResult:
-    from harness.bench.e2e import run_e2e
-
-    return await run_e2e(ctx)
-
-
-async def _throughput(ctx: BenchContext) -> BenchResult:
-    from harness.bench.throughput import run_throughput
-
-    return await run_throughput(ctx)
-
-
-async def _scale(ctx: BenchContext) -> BenchResult:
-    from harness.bench.scale import run_scale
-
-    return await run_scale(ctx)
-
-
-async def _requeue(ctx: BenchContext) -> BenchResult:
-    from harness.bench.requeue import run_requeue
-
-    delays = ctx.shared.get("e2e_delays_s", ())
-    source = ctx.shared.get("e2e_delays_source", "")
-    return await asyncio.to_thread(
-        run_requeue, quick=ctx.quick, delivery_delays=delays, delay_source=source
-    )
-
-
-async def _cost(ctx: BenchContext) -> BenchResult:
-    from harness.bench.cost import run_cost
-
-    return await run_cost(ctx)
-
-
-async def _health(ctx: BenchContext) -> BenchResult:
-    from harness.bench.health import run_health
-
-    return await run_health(ctx)
-
-
-async def _constrained(ctx: BenchContext) -> BenchResult:
-    from harness.bench.constrained import run_constrained
-
-    return await run_constrained(ctx)
-
-
-async def _fleet(ctx: BenchContext) -> BenchResult:
-    from harness.bench.fleet import run_fleet
-
-    return await run_fleet(ctx)
-
-
-async def _klm_scale(ctx: BenchContext) -> BenchResult:
-    from harness.bench.klm_scale import run_klm_scale
-
-    return await run_klm_scale(ctx)
+    def run(self, ctx: BenchContext) -> Awaitable[BenchResult]:
+        module, _, function = self.entry.partition(":")
+        runner: Runner = getattr(importlib.import_module(f"harness.bench.{module}"), function)
+        return runner(ctx)
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (
-    Benchmark("admission", "1. Admission latency vs KCP health", 300, _admission),
-    Benchmark("e2e", "2. End-to-end latency", 240, _e2e),
-    Benchmark("throughput", "3. Webhook throughput", 120, _throughput),
-    Benchmark("scale", "4. Gateway + listener scale", 300, _scale),
-    Benchmark("requeue", "5. Requeue economics (simulated time)", 60, _requeue),
-    Benchmark("cost", "6. Harness cost", 240, _cost),
-    Benchmark("health", "7. Watcher health cost", 180, _health),
-    Benchmark("fleet", "8. Fleet run", 1200, _fleet),
-    Benchmark("constrained", "9. Webhook at upstream's 100m CPU limit", 240, _constrained),
-    Benchmark("klm-scale", "10. KLM at scale (real SKRs, any KLM)", 900, _klm_scale),
+    Benchmark("admission", "1. Admission latency vs KCP health", 300, "admission:run_admission"),
+    Benchmark("e2e", "2. End-to-end latency", 240, "e2e:run_e2e"),
+    Benchmark("throughput", "3. Webhook throughput", 120, "throughput:run_throughput"),
+    Benchmark("scale", "4. Gateway + listener scale", 300, "scale:run_scale"),
+    Benchmark("requeue", "5. Requeue economics (simulated time)", 60, "requeue:run_in_suite"),
+    Benchmark("cost", "6. Harness cost", 240, "cost:run_cost"),
+    Benchmark("health", "7. Watcher health cost", 180, "health:run_health"),
+    Benchmark("fleet", "8. Fleet run", 1200, "fleet:run_fleet"),
+    Benchmark(
+        "constrained", "9. Webhook at upstream's 100m CPU limit", 240, "constrained:run_constrained"
+    ),
+    Benchmark("klm-scale", "10. KLM at scale (real SKRs, any KLM)", 900, "klm_scale:run_klm_scale"),
 )
 NAMES = tuple(b.name for b in BENCHMARKS)
 

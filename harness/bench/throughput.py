@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import shlex
-import ssl
 import sys
 import tempfile
 import time
@@ -23,12 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
-from harness.bench.common import BenchContext, cpu_seconds
-from harness.bench.loopback import accepted, kcp_and_webhook_processes, make_pki, review
-from harness.bench.model import BenchResult, Cell, Table, Target
-from harness.bench.profiled import by_package, top_functions
+from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds
+from harness.bench.loopback import (
+    WebhookClient,
+    kcp_and_webhook_processes,
+    make_pki,
+    review,
+    webhook_client,
+)
+from harness.bench.model import BenchResult, Table, Target
+from harness.bench.profiled import Profile
 from harness.clusters.selection import ENV_WEBHOOK_COMMAND
 
 TARGET_CREATE_PER_S = 5000
@@ -47,50 +51,18 @@ def _unchanged_update(i: int) -> dict[str, Any]:
     return body
 
 
-def _own_cpu() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
-async def _saturate(
-    session: aiohttp.ClientSession, url: str, bodies: list[bytes], budget_s: float
-) -> tuple[int, float]:
-    """POST ``bodies`` with :data:`IN_FLIGHT` workers; (answered, seconds)."""
-    queue = list(reversed(bodies))
-    done = 0
-    headers = {"Content-Type": "application/json"}
+async def _saturate(client: WebhookClient, bodies: list[bytes], budget_s: float) -> float:
+    """POST ``bodies`` with :data:`IN_FLIGHT` workers; the seconds it took."""
+    queue = iter(bodies)
 
     async def worker() -> None:
-        nonlocal done
-        while queue:
-            body = queue.pop()
-            async with session.post(url, data=body, headers=headers) as r:
-                await r.read()
-                if r.status != 200:
-                    raise RuntimeError(f"admission answered {r.status}")
-            done += 1
+        for body in queue:  # shared iterator: each body is sent once
+            await client.admit(body)
 
     started = time.perf_counter()
     async with asyncio.timeout(budget_s):
         await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    return done, time.perf_counter() - started
-
-
-async def _delivered(
-    session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext, base: float, want: int
-) -> int:
-    """Events the listener accepted since ``base``: until ``want``, or 1 s without growth
-    (the webhook's queue may have dropped the oldest events under a burst)."""
-    last, still_since = -1.0, time.monotonic()
-    while True:
-        now = await accepted(session, url, ctx) - base
-        if now >= want:
-            return int(now)
-        if now != last:
-            last, still_since = now, time.monotonic()
-        elif time.monotonic() - still_since > 1.0:
-            return int(now)
-        await asyncio.sleep(0.02)  # the count lives in another process
+    return time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -190,20 +162,20 @@ async def _workload(
         ours=variant.ours,
     ) as (url, kcp_metrics, webhook):
         assert webhook.pid is not None
-        client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
-        client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=IN_FLIGHT)
-        async with aiohttp.ClientSession(connector=connector) as s:
-            await _saturate(s, url, warm, budget_s)
-            base_events = await accepted(s, kcp_metrics, client)
-            cpu0, own0 = cpu_seconds(webhook.pid) or 0.0, _own_cpu()
-            answered, seconds = await _saturate(s, url, bodies, budget_s)
+        async with webhook_client(files, url, kcp_metrics, in_flight=IN_FLIGHT) as client:
+            await _saturate(client, warm, budget_s)
+            base_events = await client.accepted()
+            cpu0, own0 = cpu_seconds(webhook.pid) or 0.0, own_cpu_seconds()
+            seconds = await _saturate(client, bodies, budget_s)
+            answered = len(bodies)
             delivered = 0
             if variant.kind == "create":
                 async with asyncio.timeout(budget_s):
-                    delivered = await _delivered(s, kcp_metrics, client, base_events, answered)
-            cpu1, own1 = cpu_seconds(webhook.pid) or 0.0, _own_cpu()
+                    found, _ = await client.accepted_until(
+                        base_events + answered, budget_s=math.inf, still_s=1.0, every_s=0.02
+                    )
+                    delivered = found - base_events
+            cpu1, own1 = cpu_seconds(webhook.pid) or 0.0, own_cpu_seconds()
     cpu = cpu1 - cpu0
     return {
         "variant": variant.key,
@@ -307,45 +279,30 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
             budget_s=60,
             profile=profile,
         )
-        total, top = top_functions(profile, limit=6)
-        packages = by_package(profile)
-    profile_table = Table(
-        f"Where the webhook's CPU goes (cProfile, 3,000 CREATEs; {total:.2f} s profiled)",
-        ("own time in", "seconds", "share"),
-        tuple((name, round(own, 3), f"{share:.0%}") for name, own, share in packages)
-        + tuple((f"top function: {n}", round(o, 3), f"{f:.0%}") for n, o, f in top[:4]),
-        note=(
-            "cProfile slows the process down; read the shares, not the absolute times. "
-            "The webhook runs two HTTP stacks per event: the aiohttp server answering the "
-            "admission and the aiohttp client delivering the event over mTLS."
-        ),
+        prof = Profile.read(profile)
+    profile_table = prof.table(
+        f"Where the webhook's CPU goes (cProfile, 3,000 CREATEs; {prof.total:.2f} s profiled)",
+        "cProfile slows the process down; read the shares, not the absolute times. "
+        "The webhook runs two HTTP stacks per event: the aiohttp server answering the "
+        "admission and the aiohttp client delivering the event over mTLS.",
     )
-    table_rows: list[tuple[Cell, ...]] = [
-        (
-            r["label"],
-            r["admissions"],
-            r["events_delivered"] if r["workload"] == "create" else "none sent",
-            r["admissions_per_s"],
-            r["webhook_cpu_s_per_1000"],
-            r["one_core_capacity_per_s"],
-            r["webhook_core_utilisation"],
-            r["client_cpu_s"],
-        )
-        for r in rows
-    ]
-    table = Table(
+    table = Table.of(
         f"Admissions at saturation ({IN_FLIGHT} in flight, keep-alive TLS from the client)",
-        (
-            "webhook and workload",
-            "admissions",
-            "events delivered",
-            "admissions/s",
-            "webhook CPU s / 1,000",
-            "per webhook CPU-second",
-            "webhook cores used",
-            "client CPU s",
-        ),
-        tuple(table_rows),
+        [
+            {
+                "webhook and workload": r["label"],
+                "admissions": r["admissions"],
+                "events delivered": (
+                    r["events_delivered"] if r["workload"] == "create" else "none sent"
+                ),
+                "admissions/s": r["admissions_per_s"],
+                "webhook CPU s / 1,000": r["webhook_cpu_s_per_1000"],
+                "per webhook CPU-second": r["one_core_capacity_per_s"],
+                "webhook cores used": r["webhook_core_utilisation"],
+                "client CPU s": r["client_cpu_s"],
+            }
+            for r in rows
+        ],
         note=(
             "Admissions/s is what the webhook answered with the client on the same 2 cores; "
             "'per webhook CPU-second' = admissions / webhook CPU seconds (utime + stime of its "
@@ -364,15 +321,11 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
             "this process posts AdmissionReviews like an API server would."
         ),
         tables=(table, profile_table),
-        targets=_targets(rows, packages),
+        targets=_targets(rows, prof.packages),
         figures={
             "rows": rows,
-            "profile_total_s": round(total, 3),
-            "profile_by_package": [
-                {"package": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in packages
-            ],
-            "profile_top": [
-                {"function": n, "own_s": round(o, 4), "share": round(f, 4)} for n, o, f in top
-            ],
+            "profile_total_s": round(prof.total, 3),
+            "profile_by_package": prof.by_package_json(),
+            "profile_top": prof.top_json(),
         },
     )

@@ -20,23 +20,23 @@ import argparse
 import asyncio
 import json
 import ssl
-import sys
 import tempfile
-import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from harness.bench.gatewaykit import MANAGER, SERVICE, issue_skrs, virtual_service
-from harness.bench.model import summary
-from harness.bench.scale import EVENT
-from harness.clusters.ports import free_port
-from harness.clusters.process import NotReady, OwnedProcess
-from harness.kcp.gateway.envoy import EnvoyGateway
+from harness.bench.gatewaykit import (
+    MANAGER,
+    SERVICE,
+    issue_skrs,
+    listener_behind_envoy,
+    post_events,
+    skr_sessions,
+    write_domains,
+)
 from harness.kcp.gateway.mesh import GATEWAY_SPIFFE_ID, GatewayMesh
-from harness.kcp.gateway.routes import service_key
 from watcher import pki
 from watcher.render.envoy import ClusterSettings, TlsFiles
 
@@ -47,47 +47,10 @@ IN_FLIGHT = 32
 async def _post_all(
     url: str, sessions: list[aiohttp.ClientSession], count: int, in_flight: int
 ) -> dict[str, Any]:
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
-    next_index = 0
-
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
-            i = next_index
-            next_index += 1
-            started = time.perf_counter()
-            async with sessions[i % len(sessions)].post(
-                url, data=EVENT, headers={"Content-Type": "application/json"}
-            ) as response:
-                await response.read()
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses[response.status] = statuses.get(response.status, 0) + 1
-
-    started = time.perf_counter()
-    async with asyncio.timeout(120):
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
-    seconds = time.perf_counter() - started
-    if set(statuses) != {200}:
-        raise RuntimeError(f"not every event was accepted: {statuses}")
-    return {
-        "events": len(latencies),
-        "events_per_s": round(len(latencies) / seconds, 1),
-        "latency_ms": summary(latencies),
-    }
-
-
-async def _probe_ready(url: str, ssl_context: ssl.SSLContext | None) -> bool:
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
-            session.get(url, ssl=ssl_context if ssl_context is not None else False) as response,
-        ):
-            if response.status != 200:
-                raise NotReady(f"/metrics answered {response.status}")
-            return True
-    except aiohttp.ClientError as exc:
-        raise NotReady(f"{url}: {exc}") from exc
+    found = await post_events(url, sessions, count, in_flight=in_flight, budget_s=120)
+    if set(found["statuses"]) != {"200"}:
+        raise RuntimeError(f"not every event was accepted: {found['statuses']}")
+    return {k: found[k] for k in ("events", "events_per_s", "latency_ms")}
 
 
 async def one_mode(
@@ -99,53 +62,31 @@ async def one_mode(
     count: int,
 ) -> dict[str, Any]:
     """Start listener + Envoy in ``mode``; measure sequential and loaded requests."""
-    port = free_port()
-    argv = [sys.executable, "-m", "harness.bench.kcp_stub", "--port", str(port)]
-    argv += ["--component", MANAGER, "--identity", "xfcc", "--domains", str(root / "domains.json")]
+    listener_args: list[str] = []
     probe_context: ssl.SSLContext | None = None
-    scheme = "http"
     settings = ClusterSettings()
     if mode == "mtls":
         cert, key = mesh.issue_listener(MANAGER, SERVICE[:2])
-        argv += ["--tls-cert", str(cert), "--tls-key", str(key)]
-        argv += ["--gateway-ca", str(mesh.ca_file), "--trusted-gateway", f"uri:{GATEWAY_SPIFFE_ID}"]
+        listener_args += ["--tls-cert", str(cert), "--tls-key", str(key)]
+        listener_args += ["--gateway-ca", str(mesh.ca_file)]
+        listener_args += ["--trusted-gateway", f"uri:{GATEWAY_SPIFFE_ID}"]
         probe_context = ssl.create_default_context(cafile=str(mesh.ca_file))
         gateway_files = mesh.directory / "gateway"
         probe_context.load_cert_chain(gateway_files / "tls.crt", gateway_files / "tls.key")
-        scheme = "https"
         settings = ClusterSettings(upstream_tls=mesh.upstream_tls())
-    metrics_url = f"{scheme}://127.0.0.1:{port}/metrics"
     async with AsyncExitStack() as stack:
-        await stack.enter_async_context(
-            OwnedProcess(
-                f"listener-{mode}",
-                argv,
-                log_path=root / f"listener-{mode}.log",
-                probe=lambda: _probe_ready(metrics_url, probe_context),
-            )
+        _, gateway = await listener_behind_envoy(
+            stack,
+            mode,
+            domains=root / "domains.json",
+            gateway_tls=gateway_tls,
+            logs=root,
+            listener_args=listener_args,
+            probe_ssl=probe_context,
+            cluster_settings=settings,
+            concurrency=1,
         )
-        gateway = await stack.enter_async_context(
-            EnvoyGateway(
-                gateway_tls,
-                log_dir=root,
-                name=f"kcp-gateway-{mode}",
-                cluster_settings=settings,
-                concurrency=1,
-            )
-        )
-        await gateway.update([virtual_service()], {service_key(*SERVICE): ("127.0.0.1", port)})
-        sessions = []
-        for _, cert_file, key_file in skrs:
-            context = ssl.create_default_context(cafile=gateway_tls.ca)
-            context.load_cert_chain(cert_file, key_file)
-            sessions.append(
-                await stack.enter_async_context(
-                    aiohttp.ClientSession(
-                        connector=aiohttp.TCPConnector(ssl=context, limit=IN_FLIGHT),
-                        timeout=aiohttp.ClientTimeout(total=30),
-                    )
-                )
-            )
+        sessions = await skr_sessions(stack, skrs, gateway_tls.ca, limit=IN_FLIGHT)
         url = f"{gateway.url}/v2/{MANAGER}/event"
         await _post_all(url, sessions, 200, IN_FLIGHT)  # warm-up: every connection opened
         sequential = await _post_all(url, sessions[:1], max(count // 10, 100), 1)
@@ -167,8 +108,7 @@ async def run(count: int, rounds: int) -> dict[str, Any]:
         ca = pki.create_ca("kcp-ca", key_type="ec")
         (root / "skrs").mkdir()
         skrs = issue_skrs(ca, root / "skrs", SKRS)
-        domains = {rid: f"skr-{rid.removeprefix('runtime-')}.kyma.example.com" for rid, *_ in skrs}
-        (root / "domains.json").write_text(json.dumps(domains))
+        write_domains(root / "domains.json", skrs)
         server = pki.issue_server_certificate(ca, "kcp-gateway", key_type="ec")
         files = pki.write_secret_files(root, pki.secret_data(server, ca.cert_pem))
         gateway_tls = TlsFiles(str(files["tls.crt"]), str(files["tls.key"]), str(files["ca.crt"]))

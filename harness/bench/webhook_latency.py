@@ -17,18 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from harness.bench.common import cpu_seconds, loadavg, paced, run_queue_wait_seconds
-from harness.bench.loopback import accepted, kcp_and_webhook_processes, make_pki, review
+from harness.bench.loopback import kcp_and_webhook_processes, make_pki, review, webhook_client
 from harness.clusters.ports import free_port
 from harness.report.stats import percentile
 
@@ -83,23 +79,14 @@ async def _one_state(
         files, logs, mode="async", delay=state.delay, extra_env=env
     ) as (url, kcp_metrics, webhook):
         assert webhook.pid is not None
-        ctx = ssl.create_default_context(cafile=str(files.skr["ca.crt"]))
-        client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
-        client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
-        headers = {"Content-Type": "application/json"}
         bodies = [json.dumps(review(i)).encode() for i in range(-200, count)]
         times: list[float] = []
-        connector = aiohttp.TCPConnector(ssl=ctx, limit=IN_FLIGHT)
-        async with aiohttp.ClientSession(connector=connector) as session:
+        async with webhook_client(files, url, kcp_metrics, in_flight=IN_FLIGHT) as client:
 
             async def admit(i: int) -> None:
-                started = time.perf_counter()
-                async with session.post(url, data=bodies[i], headers=headers) as r:
-                    await r.read()
-                    if r.status != 200:
-                        raise RuntimeError(f"admission answered {r.status}")
+                took = await client.admit(bodies[i])
                 if i >= 200:  # the first 200 warm TLS, pools and code paths
-                    times.append((time.perf_counter() - started) * 1000)
+                    times.append(took)
 
             wait0, cpu0 = run_queue_wait_seconds(webhook.pid), cpu_seconds(webhook.pid)
             sent, seconds = await paced(
@@ -107,9 +94,7 @@ async def _one_state(
             )
             wait1, cpu1 = run_queue_wait_seconds(webhook.pid), cpu_seconds(webhook.pid)
             load = loadavg()[0]
-            delivered = None
-            if not state.down:
-                delivered = int(await accepted(session, kcp_metrics, client))
+            delivered = None if state.down else await client.accepted()
     row = {
         "kcp": state.label,
         "admissions": len(times),

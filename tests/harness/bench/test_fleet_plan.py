@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from harness.bench.fleet_load import LoadPlan
 from harness.bench.fleet_plan import (
     DepthSample,
     Phase,
@@ -71,6 +72,12 @@ def test_a_sent_event_round_trips_through_its_json_line() -> None:
     event = SentEvent("rt-a", "burst", 1_760_000_000.125, 1_760_000_010.0, 0, error="timeout")
     assert json.loads(event.to_json()) == vars(event)
     assert SentEvent.from_json(json.loads(event.to_json())) == event
+
+
+def test_a_load_plan_round_trips_through_its_file() -> None:
+    events = tuple(plan_events([Phase("steady", 5.0, 2.0)], ["rt-a", "rt-b"], seed=1))
+    plan = LoadPlan("https://gw/v2/x/event", "/ca.crt", "/certs", events, 3.0, 8)
+    assert LoadPlan.from_json(plan.to_json()) == plan
 
 
 def test_reaction_is_the_first_watch_reconcile_of_the_events_kyma_after_the_send() -> None:

@@ -22,7 +22,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """e2e items longest first, those marked ``exclusive`` last
+    """e2e items longest first, those marked ``exclusive`` before the others
     (:mod:`harness.runner.ordering`); the others keep their order, before them."""
     recorded = ordering.load(ordering.durations_file())
 
@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return ordering.estimate(recorded.get(item.nodeid), timeout)
 
     items[:] = ordering.longest_first(
-        items, expected, last=lambda item: item.get_closest_marker("exclusive") is not None
+        items, expected, first=lambda item: item.get_closest_marker("exclusive") is not None
     )
 
 

@@ -23,10 +23,10 @@ def test_longest_first_keeps_the_order_of_equals() -> None:
     assert [name for name, _ in ordered] == ["d", "b", "a", "c"]
 
 
-def test_items_that_must_run_almost_alone_go_last() -> None:
+def test_items_that_must_run_almost_alone_go_first() -> None:
     items = [("short", 1.0), ("latency", 9.0), ("long", 5.0), ("latency-short", 2.0)]
-    ordered = ordering.longest_first(items, lambda i: i[1], last=lambda i: "latency" in i[0])
-    assert [name for name, _ in ordered] == ["long", "short", "latency", "latency-short"]
+    ordered = ordering.longest_first(items, lambda i: i[1], first=lambda i: "latency" in i[0])
+    assert [name for name, _ in ordered] == ["latency", "latency-short", "long", "short"]
 
 
 @given(st.lists(st.floats(min_value=0, max_value=1e4), max_size=50))

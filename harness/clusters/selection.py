@@ -42,7 +42,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from harness.errors import ClusterError
 from harness.scenario.requirements import KLM_FEATURES
@@ -65,6 +65,7 @@ ENV_KLM_CRDS = "WATCHER_HARNESS_KLM_CRDS"
 ENV_KLM_FEATURES = "WATCHER_HARNESS_KLM_FEATURES"
 WebhookIsolation = Literal["netns", "none"]
 WEBHOOK_ISOLATIONS: tuple[WebhookIsolation, ...] = ("netns", "none")
+_Choice = TypeVar("_Choice", bound=str)
 
 
 class BackendSelectionError(ClusterError, ValueError):
@@ -127,13 +128,33 @@ class BackendOverride:
     klm_features: str | None = None  # comma-separated
 
 
-def webhook_mode(value: str, source: str) -> WebhookMode:
-    for mode in WEBHOOK_MODES:
-        if value == mode:
-            return mode
+def _one_of(value: str, known: tuple[_Choice, ...], what: str, source: str) -> _Choice:
+    """``value`` as the literal it names (its type narrowed), else an error naming ``source``."""
+    for choice in known:
+        if value == choice:
+            return choice
     raise BackendSelectionError(
-        f"{source}: unknown webhook mode {value!r}; use one of: {', '.join(WEBHOOK_MODES)}"
+        f"{source}: unknown {what} {value!r}; use one of: {', '.join(known)}"
     )
+
+
+def webhook_mode(value: str, source: str) -> WebhookMode:
+    return _one_of(value, WEBHOOK_MODES, "webhook mode", source)
+
+
+def _given(given: str | None, flag: str, env: Mapping[str, str], name: str) -> tuple[str, str]:
+    """The command line's ``flag`` if given, else variable ``name``: its text and source."""
+    if given is not None:
+        return given, flag
+    return env.get(name, ""), name
+
+
+def _command(text: str, source: str) -> tuple[str, ...]:
+    """A bring-your-own command line, split like a shell's words."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
 
 
 def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str, Any]:
@@ -159,20 +180,12 @@ def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str
 
 def _klm_command(override: BackendOverride, env: Mapping[str, str]) -> dict[str, Any]:
     """The bring-your-own KLM command and its CRD folder (command line over environment)."""
-    text, source = override.klm_command, "--klm-command"
-    if text is None:
-        text, source = env.get(ENV_KLM_COMMAND, ""), ENV_KLM_COMMAND
-    try:
-        command = tuple(shlex.split(text))
-    except ValueError as exc:
-        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
+    command = _command(*_given(override.klm_command, "--klm-command", env, ENV_KLM_COMMAND))
     crds_text = override.klm_crds or env.get(ENV_KLM_CRDS, "").strip()
     crds = Path(crds_text).expanduser() if crds_text else None
     if crds is not None and not crds.is_dir():
         raise BackendSelectionError(f"KLM CRDs: {crds} is not a folder")
-    features_text = override.klm_features
-    if features_text is None:
-        features_text = env.get(ENV_KLM_FEATURES, "")
+    features_text, _ = _given(override.klm_features, "--klm-features", env, ENV_KLM_FEATURES)
     features = tuple(f.strip() for f in features_text.split(",") if f.strip())
     unknown = sorted(set(features) - set(KLM_FEATURES))
     if unknown:
@@ -186,13 +199,8 @@ def _webhook_command(
     override: BackendOverride, env: Mapping[str, str], mode: WebhookMode
 ) -> dict[str, Any]:
     """The bring-your-own webhook command (command line over environment) and isolation."""
-    text, source = override.webhook_command, "--webhook-command"
-    if text is None:
-        text, source = env.get(ENV_WEBHOOK_COMMAND, ""), ENV_WEBHOOK_COMMAND
-    try:
-        command = tuple(shlex.split(text))
-    except ValueError as exc:
-        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
+    text, source = _given(override.webhook_command, "--webhook-command", env, ENV_WEBHOOK_COMMAND)
+    command = _command(text, source)
     if command and mode != "host":
         raise BackendSelectionError(
             f"{source}: a webhook command runs on this host; it cannot be combined with "
@@ -204,22 +212,11 @@ def _webhook_command(
 def webhook_isolation(env: Mapping[str, str]) -> WebhookIsolation:
     """``WATCHER_HARNESS_WEBHOOK_ISOLATION`` (default ``netns``)."""
     isolation = env.get(ENV_WEBHOOK_ISOLATION, "netns").strip() or "netns"
-    for known in WEBHOOK_ISOLATIONS:
-        if isolation == known:
-            return known
-    raise BackendSelectionError(
-        f"{ENV_WEBHOOK_ISOLATION}: unknown isolation {isolation!r}; use one of: "
-        f"{', '.join(WEBHOOK_ISOLATIONS)}"
-    )
+    return _one_of(isolation, WEBHOOK_ISOLATIONS, "isolation", ENV_WEBHOOK_ISOLATION)
 
 
 def backend_name(value: str, source: str) -> BackendName:
-    for name in BACKENDS:
-        if value == name:
-            return name
-    raise BackendSelectionError(
-        f"{source}: unknown cluster backend {value!r}; use one of: {', '.join(BACKENDS)}"
-    )
+    return _one_of(value, BACKENDS, "cluster backend", source)
 
 
 def parse_contexts(text: str, source: str) -> dict[str, str]:
@@ -267,13 +264,10 @@ def choose_backend(
     if name != "kubeconfig":
         return BackendChoice(name=name, run_id=env.get(ENV_RUN_ID) or None, **host)
     files = split_paths(override.kubeconfig or env.get(ENV_KUBECONFIG) or "")
-    text, source = override.contexts, "--context"
-    if text is None:
-        text, source = env.get(ENV_CONTEXTS, ""), ENV_CONTEXTS
     return BackendChoice(
         name=name,
         kubeconfigs=files or _default_kubeconfigs(env),
-        contexts=parse_contexts(text, source),
+        contexts=parse_contexts(*_given(override.contexts, "--context", env, ENV_CONTEXTS)),
         run_id=env.get(ENV_RUN_ID) or None,
         **host,
     )

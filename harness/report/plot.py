@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from harness.report.stats import LatencySummary
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -50,6 +51,29 @@ def _style(ax: object) -> None:
     ax.set_axisbelow(True)
 
 
+def _axes(width: float, height: float) -> tuple[Figure, Axes]:
+    """A figure with one styled plot."""
+    fig = _figure(width, height)
+    ax = fig.add_subplot()
+    _style(ax)
+    return fig, ax
+
+
+def _check_lengths(series: Mapping[str, Sequence[float]], n: int, what: str) -> None:
+    for name, values in series.items():
+        if len(values) != n:
+            raise ValueError(f"series {name!r} has {len(values)} values for {n} {what}")
+
+
+def _finish(fig: Figure, ax: Axes, title: str, series: Mapping[str, Sequence[float]]) -> bytes:
+    """The title (if any), a legend when there is more than one series, then the PNG."""
+    if title:
+        ax.set_title(title, fontsize=10)
+    if len(series) > 1:
+        ax.legend(frameon=False, fontsize=9)
+    return _png(fig)
+
+
 def latency_histogram_png(
     values_ms: Sequence[float],
     *,
@@ -63,9 +87,7 @@ def latency_histogram_png(
         fig = _figure(3.2, 0.8)
         fig.text(0.5, 0.5, "no latency samples", ha="center", va="center", color="#777777")
         return _png(fig)
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    _style(ax)
+    fig, ax = _axes(width, height)
     lo, hi = min(values_ms), max(values_ms)
     bins = max(1, min(60, len(set(values_ms)), int(len(values_ms) ** 0.5) + 5))
     if lo == hi:
@@ -94,12 +116,8 @@ def bar_chart_png(
     height: float = 3.2,
 ) -> bytes:
     """Grouped bars: one group per label, one bar per series (each as long as ``labels``)."""
-    for name, values in series.items():
-        if len(values) != len(labels):
-            raise ValueError(f"series {name!r} has {len(values)} values for {len(labels)} labels")
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    _style(ax)
+    _check_lengths(series, len(labels), "labels")
+    fig, ax = _axes(width, height)
     n = max(len(series), 1)
     bar_width = 0.8 / n
     positions = list(range(len(labels)))
@@ -114,11 +132,7 @@ def bar_chart_png(
         )
     ax.set_xticks(positions, list(labels))
     ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=10)
-    if len(series) > 1:
-        ax.legend(frameon=False, fontsize=9)
-    return _png(fig)
+    return _finish(fig, ax, title, series)
 
 
 def line_chart_png(
@@ -133,20 +147,12 @@ def line_chart_png(
     height: float = 3.2,
 ) -> bytes:
     """Lines with markers: one per series over the shared ``x`` (e.g. rate → p99 latency)."""
-    for name, values in series.items():
-        if len(values) != len(x):
-            raise ValueError(f"series {name!r} has {len(values)} values for {len(x)} x values")
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    _style(ax)
+    _check_lengths(series, len(x), "x values")
+    fig, ax = _axes(width, height)
     for i, (name, values) in enumerate(series.items()):
         ax.plot(x, values, marker="o", markersize=3, label=name, color=_PALETTE[i % len(_PALETTE)])
     if log_y:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=10)
-    if len(series) > 1:
-        ax.legend(frameon=False, fontsize=9)
-    return _png(fig)
+    return _finish(fig, ax, title, series)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import signal
@@ -39,6 +40,9 @@ from harness.clusters import procfs
 from harness.clusters.ports import start_on_free_ports
 from harness.clusters.safety_net import safety_net
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
+from harness.expect.prom import Sample, parse_samples, sample_sum
+
+logger = logging.getLogger("harness.clusters.process")
 
 Probe = Callable[[], Awaitable[bool]]
 """Readiness check: True when ready; False, or raising :class:`NotReady`, ``OSError`` or
@@ -398,3 +402,40 @@ class Incarnations(Service):
     async def restart(self) -> None:
         await self.stop()
         await self.start()
+
+
+class CountingIncarnations(Incarnations):
+    """Incarnations whose Prometheus counters are read over all of them: the last scrape of
+    each is kept (a new one starts its counters at 0), and a metric is their sum.
+
+    A subclass appends ``[]`` to :attr:`_scraped` once an incarnation is ready, scrapes
+    (:meth:`_scrape`) before it stops one, and names its ``/metrics`` (:meth:`_metrics_url`).
+    """
+
+    _scraped: list[list[Sample]]
+    """The last scrape of every incarnation, oldest first."""
+
+    def _metrics_url(self) -> str | None:
+        """Where the running incarnation serves ``/metrics`` (None: they are not read)."""
+        raise NotImplementedError
+
+    async def _scrape(self) -> None:
+        """Refresh the running incarnation's samples (kept when scraping fails)."""
+        url = self._metrics_url()
+        if url is None or self._session is None or not self.running or not self._scraped:
+            return
+        try:
+            async with self._session.get(url) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            logger.warning("%s: scraping %s failed: %s", self.name, url, exc)
+            return
+        if response.status == 200:
+            self._scraped[-1] = parse_samples(text)
+
+    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """A metric now: the series whose labels include ``labels``, summed, over every
+        incarnation (0 when absent)."""
+        await self._scrape()
+        wanted = dict(labels or {})
+        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)

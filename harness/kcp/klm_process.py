@@ -29,12 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiohttp
-
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, OwnedProcess, ProcessRecord
+from harness.clusters.process import CountingIncarnations, OwnedProcess, ProcessRecord
 from harness.errors import HarnessError
-from harness.expect.prom import Sample, parse_samples, sample_sum
+from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
 
 logger = logging.getLogger("harness.kcp.klm_process")
@@ -107,7 +105,7 @@ class _Follower:
         return [line.decode("utf-8", "replace") for line in lines]
 
 
-class KlmProcess(Incarnations):
+class KlmProcess(CountingIncarnations):
     """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``; ports:
     metrics, health probe, SKR-event listener."""
 
@@ -254,24 +252,8 @@ class KlmProcess(Incarnations):
 
     # -- metrics ----------------------------------------------------------------------
 
-    async def _scrape(self) -> None:
-        if self._session is None or not self.running or not self._scraped:
-            return
-        try:
-            async with self._session.get(self.metrics_url) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            logger.warning("scraping %s failed: %s", self.metrics_url, exc)
-            return
-        if response.status == 200:
-            self._scraped[-1] = parse_samples(text)
-
-    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
-        """A metric now: the series whose labels include ``labels``, summed, over every
-        incarnation (0 when absent)."""
-        await self._scrape()
-        wanted = dict(labels or {})
-        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)
+    def _metrics_url(self) -> str:
+        return self.metrics_url
 
     def __repr__(self) -> str:
         return f"KlmProcess({' '.join(self.command)!r}, running={self.running})"

@@ -32,9 +32,9 @@ import aiohttp
 
 from harness.aio import spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, OwnedProcess, Probe
+from harness.clusters.process import CountingIncarnations, OwnedProcess, Probe
 from harness.errors import HarnessError
-from harness.expect.prom import Sample, parse_samples, sample_sum
+from harness.expect.prom import Sample
 from harness.kcp.listeners import Implementation
 from watcher.listener import ListenerEvent
 from watcher.listener.event_lines import parse_event_line
@@ -117,7 +117,7 @@ def template_command(words: Sequence[str]) -> ListenerCommand:
     return argv
 
 
-class ListenerProcess(Incarnations):
+class ListenerProcess(CountingIncarnations):
     """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``;
     ports: events, metrics. Ready once its event path answers."""
 
@@ -154,7 +154,6 @@ class ListenerProcess(Incarnations):
         self._stop_timeout = stop_timeout
         self._reader: asyncio.Task[None] | None = None
         self._scraped: list[list[Sample]] = []
-        """The last scrape of every incarnation, oldest first (counters summed over them)."""
         self.consumed = 0
         self.callback_errors = 0
 
@@ -247,27 +246,11 @@ class ListenerProcess(Incarnations):
 
     # -- metrics ----------------------------------------------------------------------
 
-    async def _scrape(self) -> None:
-        """Refresh the running incarnation's samples (kept when scraping fails)."""
-        if self._session is None or not self.running or not self._scraped or self._serves_tls:
-            return
+    def _metrics_url(self) -> str | None:
+        if self._serves_tls:
+            return None
         port = self._port(1) if self._metrics_on_own_port else self.port
-        url = f"http://{ports.LOOPBACK}:{port}/metrics"
-        try:
-            async with self._session.get(url) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            logger.warning("%s: scraping %s failed: %s", self.component, url, exc)
-            return
-        if response.status == 200:
-            self._scraped[-1] = parse_samples(text)
-
-    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
-        """Upstream's metric now: the series whose labels include ``labels``, summed, over
-        every incarnation (0 when absent)."""
-        await self._scrape()
-        wanted = dict(labels or {})
-        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)
+        return f"http://{ports.LOOPBACK}:{port}/metrics"
 
     def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
         """Every series named ``name`` as of the last scrape, summed over incarnations."""

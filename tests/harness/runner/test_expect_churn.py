@@ -4,7 +4,7 @@ for a repeated admission) and the churn writes' round trip and refusals."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ async def run_playing(
     text: str,
     session: FakeSession,
     contexts: list[RunContext],
-    webhook: Callable[[], Awaitable[None]],
+    webhook: Callable[[], Coroutine[Any, Any, None]],
 ) -> ScenarioReport:
     """Run ``text`` while ``webhook`` plays the webhook; the run's context goes to
     ``contexts`` as soon as it is made (for the ground truth of what the churn wrote)."""

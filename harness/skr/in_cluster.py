@@ -33,11 +33,11 @@ from typing import Any
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
 from harness.kube import (
+    DEPLOYMENTS,
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeError,
     Obj,
-    Resource,
 )
 from harness.manifests.apply import resource_for
 from harness.skr.certs import CertificateOverride
@@ -61,7 +61,6 @@ from watcher.render.webhook_config import (
     render_webhook_configuration,
 )
 
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 VWCS = VALIDATING_WEBHOOK_CONFIGURATIONS
 VWC_KIND = VWCS.kind
 KEPT_KINDS = frozenset({"Namespace"})

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from harness.clusters import ports, probes
@@ -105,6 +105,7 @@ class _Follower:
         return [line.decode("utf-8", "replace") for line in lines]
 
 
+@dataclass(eq=False)
 class KlmProcess(CountingIncarnations):
     """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``; ports:
     metrics, health probe, SKR-event listener."""
@@ -112,32 +113,28 @@ class KlmProcess(CountingIncarnations):
     name = "lifecycle-manager"
     error = KlmProcessError
 
-    def __init__(
-        self,
-        command: Sequence[str],
-        *,
-        kubeconfig: Path,
-        log_path: Path,
-        flags: KlmFlags = KlmFlags(),
-        env: Mapping[str, str] | None = None,
-        ready_timeout: float = 60.0,
-        stop_timeout: float = 15.0,
-    ) -> None:
-        if not command:
+    command: Sequence[str]
+    _: KW_ONLY
+    kubeconfig: Path
+    log_path: Path
+    flags: KlmFlags = KlmFlags()
+    env: Mapping[str, str] | None = None
+    """The command's environment (None: this process's, as it is when constructed)."""
+    ready_timeout: float = 60.0
+    stop_timeout: float = 15.0
+    records: list[ProcessRecord] = field(default_factory=list, init=False)
+    history: ReconcileHistory = field(default_factory=ReconcileHistory, init=False)
+    """Every reconcile and queued event the log showed, over all incarnations."""
+    _scraped: list[list[Sample]] = field(default_factory=list, init=False)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _follower: _Follower = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.command:
             raise KlmProcessError("the KLM command is empty")
-        self.command = tuple(command)
-        self.kubeconfig = kubeconfig
-        self.log_path = log_path
-        self.flags = flags
-        self._env = dict(os.environ if env is None else env)
-        self._ready_timeout = ready_timeout
-        self._stop_timeout = stop_timeout
-        self._follower = _Follower(log_path)
-        self._scraped: list[list[Sample]] = []
-        self.records: list[ProcessRecord] = []
-        self.history = ReconcileHistory()
-        """Every reconcile and queued event the log showed, over all incarnations."""
-        self._changed = asyncio.Event()
+        self.command = tuple(self.command)
+        self.env = dict(os.environ if self.env is None else self.env)
+        self._follower = _Follower(self.log_path)
 
     # -- facts ------------------------------------------------------------------------
 
@@ -175,11 +172,11 @@ class KlmProcess(CountingIncarnations):
         process = OwnedProcess(
             self.name,
             self.argv(),
-            env=self._env,
+            env=self.env,
             log_path=self.log_path,
             probe=probe,
-            ready_timeout=self._ready_timeout,
-            stop_timeout=self._stop_timeout,
+            ready_timeout=self.ready_timeout,
+            stop_timeout=self.stop_timeout,
         )
         self.records.append(process.record)
         await process.start()

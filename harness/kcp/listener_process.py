@@ -25,7 +25,7 @@ import os
 import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -117,45 +117,36 @@ def template_command(words: Sequence[str]) -> ListenerCommand:
     return argv
 
 
+@dataclass(eq=False)
 class ListenerProcess(CountingIncarnations):
     """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``;
     ports: events, metrics. Ready once its event path answers."""
 
     error = ListenerProcessError
 
-    def __init__(
-        self,
-        component: str,
-        callback: EventCallback,
-        *,
-        command: ListenerCommand,
-        log_path: Path,
-        implementation: Implementation = "upstream",
-        metrics_on_own_port: bool = True,
-        serves_tls: bool = False,
-        env: Mapping[str, str] | None = None,
-        ready_timeout: float = 20.0,
-        stop_timeout: float = 10.0,
-    ) -> None:
-        """``serves_tls``: the command serves mTLS (ours behind the mesh), so it is ready
-        once its port accepts connections (a GET needs the gateway's certificate) and its
-        metrics are not read; ``env``: the command's environment (None: this process's)."""
-        self.component = component
-        self.implementation: Implementation = implementation
-        self.name = f"{implementation}-listener-{component}"
-        self._callback = callback
-        self._command = command
-        self._metrics_on_own_port = metrics_on_own_port
-        """False: ``/metrics`` is served on the event port (ours), not ``{metrics_port}``."""
-        self._serves_tls = serves_tls
-        self._env = env
-        self.log_path = log_path
-        self._ready_timeout = ready_timeout
-        self._stop_timeout = stop_timeout
-        self._reader: asyncio.Task[None] | None = None
-        self._scraped: list[list[Sample]] = []
-        self.consumed = 0
-        self.callback_errors = 0
+    component: str
+    callback: EventCallback
+    _: KW_ONLY
+    command: ListenerCommand
+    log_path: Path
+    implementation: Implementation = "upstream"
+    metrics_on_own_port: bool = True
+    """False: ``/metrics`` is served on the event port (ours), not ``{metrics_port}``."""
+    serves_tls: bool = False
+    """The command serves mTLS (ours behind the mesh), so it is ready once its port accepts
+    connections (a GET needs the gateway's certificate) and its metrics are not read."""
+    env: Mapping[str, str] | None = None
+    """The command's environment (None: this process's)."""
+    ready_timeout: float = 20.0
+    stop_timeout: float = 10.0
+    name: str = field(init=False)
+    consumed: int = field(default=0, init=False)
+    callback_errors: int = field(default=0, init=False)
+    _reader: asyncio.Task[None] | None = field(default=None, init=False)
+    _scraped: list[list[Sample]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.name = f"{self.implementation}-listener-{self.component}"
 
     # -- facts ------------------------------------------------------------------------
 
@@ -165,7 +156,7 @@ class ListenerProcess(CountingIncarnations):
 
     @property
     def url(self) -> str:
-        scheme = "https" if self._serves_tls else "http"
+        scheme = "https" if self.serves_tls else "http"
         return f"{scheme}://{ports.LOOPBACK}:{self.port}"
 
     @property
@@ -179,15 +170,15 @@ class ListenerProcess(CountingIncarnations):
 
     async def _run(self) -> None:
         assert self._session is not None
-        argv = self._command(self.component, *self._ports)
+        argv = self.command(self.component, *self._ports)
         process = OwnedProcess(
             self.name,
             argv,
             log_path=self.log_path,
             probe=self._probe(self._session),
-            ready_timeout=self._ready_timeout,
-            stop_timeout=self._stop_timeout,
-            env=self._env,
+            ready_timeout=self.ready_timeout,
+            stop_timeout=self.stop_timeout,
+            env=self.env,
             stdout_pipe=True,
         )
         await process.launch()
@@ -202,7 +193,7 @@ class ListenerProcess(CountingIncarnations):
         self._scraped.append([])
 
     def _probe(self, session: aiohttp.ClientSession) -> Probe:
-        if self._serves_tls:
+        if self.serves_tls:
             return probes.tcp_probe(ports.LOOPBACK, self.port)
         # A GET on the event path is answered 405 (upstream's and ours): it is served.
         return probes.http_probe(session, self.event_url, lambda status, _: status == 405)
@@ -217,7 +208,7 @@ class ListenerProcess(CountingIncarnations):
                 continue
             self.consumed += 1
             try:
-                await self._callback(event)
+                await self.callback(event)
             except Exception:
                 self.callback_errors += 1
                 logger.exception("%s: handling event %s failed", self.component, event)
@@ -238,7 +229,7 @@ class ListenerProcess(CountingIncarnations):
         finally:
             if reader is not None:
                 try:
-                    async with asyncio.timeout(self._stop_timeout):
+                    async with asyncio.timeout(self.stop_timeout):
                         await asyncio.wait({reader})
                 except TimeoutError:
                     logger.warning("%s: event lines not read to the end", self.component)
@@ -247,9 +238,9 @@ class ListenerProcess(CountingIncarnations):
     # -- metrics ----------------------------------------------------------------------
 
     def _metrics_url(self) -> str | None:
-        if self._serves_tls:
+        if self.serves_tls:
             return None
-        port = self._port(1) if self._metrics_on_own_port else self.port
+        port = self._port(1) if self.metrics_on_own_port else self.port
         return f"http://{ports.LOOPBACK}:{port}/metrics"
 
     def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:

@@ -10,6 +10,7 @@ so a new certificate is taken, and a metric read, the same way in both.
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
 from harness.aio import Service
 from harness.clusters.plane import Cluster
@@ -19,6 +20,8 @@ from harness.skr.metrics import value
 from watcher import pki
 from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import FailurePolicy
+
+_Part = TypeVar("_Part")
 
 
 class SkrInstallationBase(Service):
@@ -57,9 +60,13 @@ class SkrInstallationBase(Service):
     @property
     def leaf(self) -> pki.Issued:
         """The runtime certificate the webhook serves and presents to KCP."""
-        if self._leaf is None:
+        return self._installed_part(self._leaf)
+
+    def _installed_part(self, part: _Part | None) -> _Part:
+        """``part`` of the installation, which :meth:`install` makes (error until then)."""
+        if part is None:
             raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._leaf
+        return part
 
     @property
     def ca_bundle_pem(self) -> bytes:

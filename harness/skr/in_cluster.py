@@ -148,9 +148,7 @@ class InClusterSkrInstallation(SkrInstallation):
 
     @property
     def calls(self) -> ClusterCalls:
-        if self._calls is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._calls
+        return self._installed_part(self._calls)
 
     @property
     def applied(self) -> tuple[dict[str, Any], ...]:

@@ -37,7 +37,6 @@ from harness.matching.objects import match_object
 from harness.skr import serving
 from harness.skr.base import SkrInstallationBase
 from harness.skr.certs import CertificateOverride
-from harness.skr.errors import SkrInstallError
 from harness.skr.objects import (
     NAMESPACE,
     SECRET_NAME,
@@ -133,9 +132,7 @@ class SkrInstallation(SkrInstallationBase):
     @property
     def directory(self) -> Path:
         """The owned directory holding ``tls.crt``, ``tls.key``, ``ca.crt`` (and the log)."""
-        if self._directory is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._directory
+        return self._installed_part(self._directory)
 
     @property
     def tls(self) -> TlsPaths:
@@ -143,9 +140,7 @@ class SkrInstallation(SkrInstallationBase):
 
     @property
     def webhook(self) -> WebhookProcess:
-        if self._webhook is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._webhook
+        return self._installed_part(self._webhook)
 
     @property
     def webhook_port(self) -> int:
@@ -180,9 +175,7 @@ class SkrInstallation(SkrInstallationBase):
 
     @property
     def _skr(self) -> SkrObjects:
-        if self._objects is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._objects
+        return self._installed_part(self._objects)
 
     # -- install / uninstall ----------------------------------------------------------
 

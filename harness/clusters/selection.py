@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -126,6 +126,108 @@ class BackendOverride:
     klm_command: str | None = None  # likewise
     klm_crds: str | None = None
     klm_features: str | None = None  # comma-separated
+
+
+@dataclass(frozen=True)
+class BackendFlag:
+    """A command-line option setting one :class:`BackendOverride` field, as
+    ``watcher-harness run`` (``flag``) and pytest (``pytest_flag``) name it."""
+
+    field: str
+    flag: str
+    pytest_flag: str
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps the value of ``flag``."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+BACKEND_FLAGS: tuple[BackendFlag, ...] = (
+    BackendFlag(
+        "name",
+        "--backend",
+        "--cluster-backend",
+        "cluster backend for every scenario (default: WATCHER_HARNESS_BACKEND, else the "
+        "file's backend, else local)",
+        choices=BACKENDS,
+    ),
+    BackendFlag(
+        "kubeconfig",
+        "--kubeconfig",
+        "--cluster-kubeconfig",
+        "kubeconfig backend: files holding the clusters' contexts "
+        "(default: WATCHER_HARNESS_KUBECONFIG, KUBECONFIG, ~/.kube/config)",
+        metavar="FILE[:FILE]",
+    ),
+    BackendFlag(
+        "contexts",
+        "--context",
+        "--cluster-contexts",
+        "kubeconfig backend: context per cluster (default: the context named like it)",
+        metavar="kcp=CTX,skr-a=CTX",
+    ),
+    BackendFlag(
+        "host_address",
+        "--host-address",
+        "--cluster-host-address",
+        "address the API servers (and in-cluster webhooks) use to reach this host "
+        "(default: WATCHER_HARNESS_HOST_ADDRESS, kind: its network's gateway, else 127.0.0.1)",
+        metavar="ADDRESS",
+    ),
+    BackendFlag(
+        "webhook_mode",
+        "--webhook",
+        "--cluster-webhook",
+        "where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
+        choices=WEBHOOK_MODES,
+    ),
+    BackendFlag(
+        "webhook_command",
+        "--webhook-command",
+        "--webhook-command",
+        "bring your own webhook: a command line taking upstream's environment contract "
+        "(WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR, KCP_CONTRACT), "
+        "run as every SKR's webhook in a network namespace of its own (default: "
+        "WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); scenarios that need our webhook's own "
+        "features are skipped with the reason",
+        metavar="COMMAND",
+    ),
+    BackendFlag(
+        "klm_command",
+        "--klm-command",
+        "--klm-command",
+        "bring your own Lifecycle Manager: a command line taking KLM's flags, run as "
+        "the KCP's KLM, the harness playing cert-manager, each SKR's kubelet and Istio's "
+        "ingress (default: WATCHER_HARNESS_KLM_COMMAND, else ours in the harness's "
+        "process); scenarios needing what that KLM does not show are skipped with the reason",
+        metavar="COMMAND",
+    ),
+    BackendFlag(
+        "klm_crds",
+        "--klm-crds",
+        "--klm-crds",
+        "that KLM's CRDs (default: WATCHER_HARNESS_KLM_CRDS, else the harness's own)",
+        metavar="DIR",
+    ),
+    BackendFlag(
+        "klm_features",
+        "--klm-features",
+        "--klm-features",
+        "what that KLM shows beyond upstream's, comma-separated (default: "
+        "WATCHER_HARNESS_KLM_FEATURES; see docs/any-klm.md)",
+        metavar="LIST",
+    ),
+)
+"""The options of ``watcher-harness run`` and of pytest that override the backend."""
+
+
+def override_from(given: Callable[[BackendFlag], str | None]) -> BackendOverride:
+    """What the command line says, ``given`` reading each option (None: not given)."""
+    return BackendOverride(**{flag.field: given(flag) for flag in BACKEND_FLAGS})
 
 
 def _one_of(value: str, known: tuple[_Choice, ...], what: str, source: str) -> _Choice:

@@ -30,7 +30,7 @@ from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.faults import Fault
 from harness.report.model import ProcessRecordLike
 from harness.runner.cluster_session import ClusterSession, reconciles_seen
-from harness.scenario import ObjectWatch, Request, ResourceRef, Selection
+from harness.scenario import ObjectWatch, Patch, Request, ResourceRef, Selection
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
 
@@ -167,15 +167,9 @@ class Session(Protocol):
 
     async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any: ...
 
-    async def patch(
-        self,
-        cluster: str,
-        ref: ResourceRef,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        subresource: str = "",
-    ) -> Any: ...
+    async def patch(self, op: Patch) -> Any:
+        """``op``'s JSON merge patch (of the object's ``status`` when it says so)."""
+        ...
 
     async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool: ...
 

@@ -59,21 +59,6 @@ def _axes(width: float, height: float) -> tuple[Figure, Axes]:
     return fig, ax
 
 
-def _check_lengths(series: Mapping[str, Sequence[float]], n: int, what: str) -> None:
-    for name, values in series.items():
-        if len(values) != n:
-            raise ValueError(f"series {name!r} has {len(values)} values for {n} {what}")
-
-
-def _finish(fig: Figure, ax: Axes, title: str, series: Mapping[str, Sequence[float]]) -> bytes:
-    """The title (if any), a legend when there is more than one series, then the PNG."""
-    if title:
-        ax.set_title(title, fontsize=10)
-    if len(series) > 1:
-        ax.legend(frameon=False, fontsize=9)
-    return _png(fig)
-
-
 def latency_histogram_png(
     values_ms: Sequence[float],
     *,
@@ -106,35 +91,6 @@ def latency_histogram_png(
     return _png(fig)
 
 
-def bar_chart_png(
-    labels: Sequence[str],
-    series: Mapping[str, Sequence[float]],
-    *,
-    title: str = "",
-    ylabel: str = "",
-    width: float = 6.4,
-    height: float = 3.2,
-) -> bytes:
-    """Grouped bars: one group per label, one bar per series (each as long as ``labels``)."""
-    _check_lengths(series, len(labels), "labels")
-    fig, ax = _axes(width, height)
-    n = max(len(series), 1)
-    bar_width = 0.8 / n
-    positions = list(range(len(labels)))
-    for i, (name, values) in enumerate(series.items()):
-        offset = (i - (n - 1) / 2) * bar_width
-        ax.bar(
-            [p + offset for p in positions],
-            values,
-            width=bar_width,
-            label=name,
-            color=_PALETTE[i % len(_PALETTE)],
-        )
-    ax.set_xticks(positions, list(labels))
-    ax.set_ylabel(ylabel)
-    return _finish(fig, ax, title, series)
-
-
 def line_chart_png(
     x: Sequence[float],
     series: Mapping[str, Sequence[float]],
@@ -147,7 +103,9 @@ def line_chart_png(
     height: float = 3.2,
 ) -> bytes:
     """Lines with markers: one per series over the shared ``x`` (e.g. rate → p99 latency)."""
-    _check_lengths(series, len(x), "x values")
+    for name, values in series.items():
+        if len(values) != len(x):
+            raise ValueError(f"series {name!r} has {len(values)} values for {len(x)} x values")
     fig, ax = _axes(width, height)
     for i, (name, values) in enumerate(series.items()):
         ax.plot(x, values, marker="o", markersize=3, label=name, color=_PALETTE[i % len(_PALETTE)])
@@ -155,4 +113,8 @@ def line_chart_png(
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    return _finish(fig, ax, title, series)
+    if title:
+        ax.set_title(title, fontsize=10)
+    if len(series) > 1:
+        ax.legend(frameon=False, fontsize=9)
+    return _png(fig)

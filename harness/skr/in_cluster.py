@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
@@ -40,7 +40,7 @@ from harness.kube import (
     Obj,
 )
 from harness.manifests.apply import resource_for
-from harness.skr.certs import CertificateOverride
+from harness.skr.base import SkrRuntime
 from harness.skr.cluster_calls import ApiCalls, ClusterCalls
 from harness.skr.errors import SkrInstallError, as_install_error
 from harness.skr.install import SkrInstallation
@@ -56,7 +56,6 @@ from watcher.render.skr_manifests import (
 from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import (
     CONFIGURATION_NAME,
-    FailurePolicy,
     ServiceTarget,
     render_webhook_configuration,
 )
@@ -96,43 +95,24 @@ class InClusterSkrInstallation(SkrInstallation):
         self,
         cluster: Cluster,
         *,
-        runtime_id: str,
-        skr_domain: str,
-        ca: pki.CertificateAuthority,
-        ca_bundle_pem: bytes,
         kcp_addr: str,
         image: str,
         contract: Contract = "v2",
-        certificate: CertificateOverride = CertificateOverride(),  # noqa: B008 - frozen
-        failure_policy: FailurePolicy = "Ignore",
-        timeout_seconds: int = 15,
         network_policies: NetworkPolicyMode = "portable",
         available_timeout: float = 120.0,
         poll_seconds: float = 0.5,
         calls: ClusterCalls | None = None,
-        leaf: pki.Issued | None = None,
+        **runtime: Unpack[SkrRuntime],
     ) -> None:
         """``kcp_addr``: ``<host address>:<gateway port>`` as the pods dial it; ``calls``:
-        the Kubernetes operations (default: the cluster's API server); ``leaf``: the
-        certificate KLM issued (default: issued here)."""
+        the Kubernetes operations (default: the cluster's API server); ``runtime``: see
+        :class:`~harness.skr.base.SkrRuntime`."""
         if not image:
             raise SkrInstallError(
                 f"SKR {cluster.name}: the in-cluster webhook needs an image; set "
                 "WATCHER_HARNESS_IMAGE (built from the Dockerfile, loaded into the cluster)"
             )
-        super().__init__(
-            cluster,
-            runtime_id=runtime_id,
-            skr_domain=skr_domain,
-            ca=ca,
-            ca_bundle_pem=ca_bundle_pem,
-            kcp_addr=kcp_addr,
-            contract=contract,
-            certificate=certificate,
-            failure_policy=failure_policy,
-            timeout_seconds=timeout_seconds,
-            leaf=leaf,
-        )
+        super().__init__(cluster, kcp_addr=kcp_addr, contract=contract, **runtime)
         self.image = image
         self.kcp_addr = kcp_addr
         self.contract: Contract = contract

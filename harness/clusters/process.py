@@ -339,6 +339,9 @@ class Incarnations(Service):
     """
 
     name: str
+    log_path: Path
+    ready_timeout: float
+    stop_timeout: float
     error: type[Exception] = ProcessError
     """What the subclass raises when a call needs the other state."""
     session_timeout = aiohttp.ClientTimeout(total=5)
@@ -365,6 +368,26 @@ class Incarnations(Service):
 
     def _fresh_ports(self) -> tuple[int, ...]:
         raise NotImplementedError
+
+    def _incarnation(
+        self,
+        argv: Sequence[str],
+        probe: Probe,
+        env: Mapping[str, str] | None,
+        *,
+        stdout_pipe: bool = False,
+    ) -> OwnedProcess:
+        """The next run's process, under this object's name, log and timeouts."""
+        return OwnedProcess(
+            self.name,
+            argv,
+            log_path=self.log_path,
+            probe=probe,
+            ready_timeout=self.ready_timeout,
+            stop_timeout=self.stop_timeout,
+            env=env,
+            stdout_pipe=stdout_pipe,
+        )
 
     async def _run(self) -> None:
         raise NotImplementedError

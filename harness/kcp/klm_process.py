@@ -30,7 +30,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from harness.clusters import ports, probes
-from harness.clusters.process import CountingIncarnations, OwnedProcess, ProcessRecord
+from harness.clusters.process import CountingIncarnations, ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
@@ -164,20 +164,8 @@ class KlmProcess(CountingIncarnations):
 
     async def _run(self) -> None:
         assert self._session is not None
-        probe = probes.http_probe(
-            self._session,
-            f"http://{ports.LOOPBACK}:{self._port(1)}/readyz",
-            lambda status, _: status == 200,
-        )
-        process = OwnedProcess(
-            self.name,
-            self.argv(),
-            env=self.env,
-            log_path=self.log_path,
-            probe=probe,
-            ready_timeout=self.ready_timeout,
-            stop_timeout=self.stop_timeout,
-        )
+        probe = probes.readyz_probe(self._session, f"http://{ports.LOOPBACK}:{self._port(1)}")
+        process = self._incarnation(self.argv(), probe, self.env)
         self.records.append(process.record)
         await process.start()
         self._process = process

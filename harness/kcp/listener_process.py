@@ -171,16 +171,7 @@ class ListenerProcess(CountingIncarnations):
     async def _run(self) -> None:
         assert self._session is not None
         argv = self.command(self.component, *self._ports)
-        process = OwnedProcess(
-            self.name,
-            argv,
-            log_path=self.log_path,
-            probe=self._probe(self._session),
-            ready_timeout=self.ready_timeout,
-            stop_timeout=self.stop_timeout,
-            env=self.env,
-            stdout_pipe=True,
-        )
+        process = self._incarnation(argv, self._probe(self._session), self.env, stdout_pipe=True)
         await process.launch()
         # Read from the first byte on: the pipe must never fill while we wait for ready.
         self._reader = spawn(self._read(process), f"listener-{self.component}-events")

@@ -23,7 +23,7 @@ from pathlib import Path
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import Incarnations, Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -197,18 +197,8 @@ class WebhookProcess(Incarnations):
             argv, probe = self._command_argv(), self._admission_probe()
         else:
             argv = [webhook_executable()]
-            probe = probes.http_probe(
-                self._session, f"{self.metrics_url}/readyz", lambda status, _: status == 200
-            )
-        process = OwnedProcess(
-            self.name,
-            argv,
-            env=env,
-            log_path=self.log_path,
-            probe=probe,
-            ready_timeout=self.ready_timeout,
-            stop_timeout=self.stop_timeout,
-        )
+            probe = probes.readyz_probe(self._session, self.metrics_url)
+        process = self._incarnation(argv, probe, env)
         self._process = process
         self.records.append(process.record)
         await process.start()

@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from contextlib import AsyncExitStack
 from typing import Any, Self
 
 logger = logging.getLogger("harness.aio")
+
+
+async def gather_all(
+    aws: Iterable[Awaitable[Any]], several: Callable[[list[BaseException]], Exception]
+) -> None:
+    """Await all of ``aws`` together, each to its end even when another fails; then raise
+    the one error, or ``several(errors)`` when more than one failed."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise several(errors) from errors[0]
 
 
 def spawn(coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:

@@ -18,13 +18,6 @@ from typing import Any, Literal
 from watcher.model import GroupVersionKind
 
 MutationOp = Literal["create", "spec-update", "status-update", "label-flip", "delete"]
-MUTATION_OPS: tuple[MutationOp, ...] = (
-    "create",
-    "spec-update",
-    "status-update",
-    "label-flip",
-    "delete",
-)
 
 
 def frozen_map(value: Mapping[str, str] | None = None) -> Mapping[str, str]:

@@ -183,31 +183,12 @@ def target(args: argparse.Namespace) -> Target:
     named = args.name if not typed else args.resource
     if args.selector and named is not None and not named.startswith("/"):
         raise UsageError("-l selects a list: give no NAME")
-    if typed and (args.api_version is None or args.kind is None):
-        raise UsageError("--api-version and --kind go together")
     if typed:
-        if args.name is not None:
-            raise UsageError(f"unexpected argument {args.name!r} (with --kind: at most NAME)")
-        name = args.resource
-        if name is not None and name.startswith("/"):
-            raise UsageError("give an API path or --api-version/--kind, not both")
-        return Target(
-            api_version=args.api_version,
-            kind=args.kind,
-            name=name,
-            namespace=args.namespace,
-            selector=args.selector,
-        )
+        return _typed_target(args)
     if args.resource is None:
         raise UsageError("give RESOURCE, an API path, or --api-version and --kind")
     if args.resource.startswith("/"):
-        if args.name is not None or args.namespace is not None:
-            raise UsageError("an API path says the namespace and name itself")
-        parts = urlsplit(args.resource)
-        query = tuple(parse_qsl(parts.query))
-        if args.selector:
-            query += (("labelSelector", args.selector),)
-        return Target(path=parts.path, query=query)
+        return _path_target(args)
     resource = SHORTHANDS.get(args.resource)
     if resource is None:
         raise UsageError(
@@ -219,6 +200,35 @@ def target(args: argparse.Namespace) -> Target:
     return Target(
         resource=resource, name=args.name, namespace=args.namespace, selector=args.selector
     )
+
+
+def _typed_target(args: argparse.Namespace) -> Target:
+    """``--api-version`` and ``--kind`` (the positional RESOURCE is then the NAME)."""
+    if args.api_version is None or args.kind is None:
+        raise UsageError("--api-version and --kind go together")
+    if args.name is not None:
+        raise UsageError(f"unexpected argument {args.name!r} (with --kind: at most NAME)")
+    name = args.resource
+    if name is not None and name.startswith("/"):
+        raise UsageError("give an API path or --api-version/--kind, not both")
+    return Target(
+        api_version=args.api_version,
+        kind=args.kind,
+        name=name,
+        namespace=args.namespace,
+        selector=args.selector,
+    )
+
+
+def _path_target(args: argparse.Namespace) -> Target:
+    """An API path as RESOURCE (``-l`` joins its query as ``labelSelector``)."""
+    if args.name is not None or args.namespace is not None:
+        raise UsageError("an API path says the namespace and name itself")
+    parts = urlsplit(args.resource)
+    query = tuple(parse_qsl(parts.query))
+    if args.selector:
+        query += (("labelSelector", args.selector),)
+    return Target(path=parts.path, query=query)
 
 
 def kubeconfig(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:

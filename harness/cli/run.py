@@ -36,7 +36,7 @@ from harness.cli.scenarios import (
     parse_selector_args,
     select,
 )
-from harness.clusters.selection import BackendOverride
+from harness.clusters.selection import BACKEND_FLAGS, BackendOverride, override_from
 from harness.report import RunReport, ScenarioReport, Status
 from harness.runner.backend import missing_tools
 from harness.runner.plan import ScenarioPlan, plan_scenario
@@ -75,62 +75,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run a failed scenario again, from fresh clusters, up to N more times; passing "
         "on a retry is reported as flaky (exit 0) (default: 0)",
     )
-    p.add_argument(
-        "--backend",
-        choices=("local", "kubeconfig", "kind"),
-        help="cluster backend for every scenario (default: WATCHER_HARNESS_BACKEND, else the "
-        "file's backend, else local)",
-    )
-    p.add_argument(
-        "--kubeconfig",
-        metavar="FILE[:FILE]",
-        help="kubeconfig backend: files holding the clusters' contexts "
-        "(default: WATCHER_HARNESS_KUBECONFIG, KUBECONFIG, ~/.kube/config)",
-    )
-    p.add_argument(
-        "--context",
-        metavar="kcp=CTX,skr-a=CTX",
-        help="kubeconfig backend: context per cluster (default: the context named like it)",
-    )
-    p.add_argument(
-        "--host-address",
-        metavar="ADDRESS",
-        help="address the API servers (and in-cluster webhooks) use to reach this host "
-        "(default: WATCHER_HARNESS_HOST_ADDRESS, kind: its network's gateway, else 127.0.0.1)",
-    )
-    p.add_argument(
-        "--webhook",
-        choices=("host", "in-cluster"),
-        help="where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
-    )
-    p.add_argument(
-        "--webhook-command",
-        metavar="COMMAND",
-        help="bring your own webhook: a command line taking upstream's environment contract "
-        "(WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR, KCP_CONTRACT), "
-        "run as every SKR's webhook in a network namespace of its own (default: "
-        "WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); scenarios that need our webhook's own "
-        "features are skipped with the reason",
-    )
-    p.add_argument(
-        "--klm-command",
-        metavar="COMMAND",
-        help="bring your own Lifecycle Manager: a command line taking KLM's flags, run as "
-        "the KCP's KLM, the harness playing cert-manager, each SKR's kubelet and Istio's "
-        "ingress (default: WATCHER_HARNESS_KLM_COMMAND, else ours in the harness's "
-        "process); scenarios needing what that KLM does not show are skipped with the reason",
-    )
-    p.add_argument(
-        "--klm-crds",
-        metavar="DIR",
-        help="that KLM's CRDs (default: WATCHER_HARNESS_KLM_CRDS, else the harness's own)",
-    )
-    p.add_argument(
-        "--klm-features",
-        metavar="LIST",
-        help="what that KLM shows beyond upstream's, comma-separated (default: "
-        "WATCHER_HARNESS_KLM_FEATURES; see docs/any-klm.md)",
-    )
+    for flag in BACKEND_FLAGS:
+        p.add_argument(flag.flag, metavar=flag.metavar, choices=flag.choices, help=flag.help)
     p.set_defaults(func=run)
 
 
@@ -169,17 +115,7 @@ def summary_table(report: RunReport) -> Table:
 def backend_override(args: argparse.Namespace) -> BackendOverride:
     """The command line's say on every scenario's backend (over ``WATCHER_HARNESS_*``,
     over the files)."""
-    return BackendOverride(
-        name=args.backend,
-        kubeconfig=args.kubeconfig,
-        contexts=args.context,
-        host_address=args.host_address,
-        webhook_mode=args.webhook,
-        webhook_command=args.webhook_command,
-        klm_command=args.klm_command,
-        klm_crds=args.klm_crds,
-        klm_features=args.klm_features,
-    )
+    return override_from(lambda flag: getattr(args, flag.dest))
 
 
 def _selected(args: argparse.Namespace) -> list[Scenario] | None:

@@ -23,7 +23,7 @@ import shutil
 import ssl
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,47 +171,39 @@ def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
     return paths
 
 
+@dataclass(eq=False)
 class KubeApiServer(Service):
     """A kube-apiserver for cluster ``name`` backed by ``etcd_url``; use as ``async with``."""
 
-    def __init__(
-        self,
-        binary: Path,
-        *,
-        name: str,
-        etcd_url: str,
-        log_path: Path,
-        ready_timeout: float = 60.0,
-        options: ApiServerOptions = ApiServerOptions(),
-        stop_timeout: float = 5.0,
-        crds: Sequence[Mapping[str, Any]] = (),
-    ) -> None:
-        """``crds`` are created as soon as the server answers, while its post-start hooks
-        still run (~1 s): kube-apiserver holds every create of a CRD's objects for 2 s
-        after the CRD is Established (:func:`harness.kube.crds.wait_creatable`), and
-        those seconds pass meanwhile.
+    binary: Path
+    _: KW_ONLY
+    name: str
+    etcd_url: str
+    log_path: Path
+    ready_timeout: float = 60.0
+    options: ApiServerOptions = ApiServerOptions()
+    stop_timeout: float = 5.0
+    """Seconds from SIGTERM to SIGKILL. With watches open, the API server does not exit on
+    SIGTERM by itself (measured: still running after 10 s); etcd holds the state, so a
+    SIGKILL after a short grace loses nothing."""
+    crds: Sequence[Mapping[str, Any]] = field(default=(), repr=False)
+    """Created as soon as the server answers, while its post-start hooks still run (~1 s):
+    kube-apiserver holds every create of a CRD's objects for 2 s after the CRD is
+    Established (:func:`harness.kube.crds.wait_creatable`), and those seconds pass
+    meanwhile."""
+    workdir: Path | None = field(default=None, init=False)
+    files: ApiServerFiles | None = field(default=None, init=False)
+    process: OwnedProcess | None = field(default=None, init=False)
+    url: str = field(default="", init=False)
+    port: int = field(default=0, init=False)
+    records: list[ProcessRecord] = field(default_factory=list, init=False)
+    """One record per incarnation (restarts included), oldest first."""
+    service_cluster_ip_range: str = field(default_factory=loopback_service_range, init=False)
+    """ClusterIPs come from here (kept across restarts; see loopback_service_range)."""
+    _certs: dict[str, Path] = field(default_factory=dict, init=False)
 
-        ``stop_timeout``: seconds from SIGTERM to SIGKILL. With watches open, the API server
-        does not exit on SIGTERM by itself (measured: still running after 10 s); etcd holds
-        the state, so a SIGKILL after a short grace loses nothing."""
-        self.binary = binary
-        self.name = name
-        self.etcd_url = etcd_url
-        self.log_path = log_path
-        self.ready_timeout = ready_timeout
-        self.options = options
-        self.stop_timeout = stop_timeout
-        self.crds = tuple(crds)
-        self.workdir: Path | None = None
-        self.files: ApiServerFiles | None = None
-        self.process: OwnedProcess | None = None
-        self.url = ""
-        self.port = 0
-        self.records: list[ProcessRecord] = []
-        """One record per incarnation (restarts included), oldest first."""
-        self.service_cluster_ip_range = loopback_service_range()
-        """ClusterIPs come from here (kept across restarts; see loopback_service_range)."""
-        self._certs: dict[str, Path] = {}
+    def __post_init__(self) -> None:
+        self.crds = tuple(self.crds)
 
     def argv(self, port: int) -> list[str]:
         c = self._certs

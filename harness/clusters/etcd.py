@@ -18,6 +18,7 @@ import itertools
 import json
 import shutil
 import tempfile
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -41,26 +42,19 @@ def _healthy(status: int, body: str) -> bool:
         return False
 
 
+@dataclass(eq=False)
 class Etcd(Service):
     """An etcd server on 127.0.0.1 with free client and peer ports; use as ``async with``."""
 
-    def __init__(
-        self,
-        binary: Path,
-        *,
-        log_path: Path,
-        name: str = "etcd",
-        ready_timeout: float = 20.0,
-        host: str = ports.LOOPBACK,
-    ) -> None:
-        self.binary = binary
-        self.name = name
-        self.log_path = log_path
-        self.ready_timeout = ready_timeout
-        self.host = host
-        self.data_dir: Path | None = None
-        self.process: OwnedProcess | None = None
-        self.client_url = ""
+    binary: Path
+    _: KW_ONLY
+    log_path: Path
+    name: str = "etcd"
+    ready_timeout: float = 20.0
+    host: str = ports.LOOPBACK
+    data_dir: Path | None = field(default=None, init=False)
+    process: OwnedProcess | None = field(default=None, init=False)
+    client_url: str = field(default="", init=False)
 
     def argv(self, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
         client = f"http://{self.host}:{client_port}"

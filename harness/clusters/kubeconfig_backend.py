@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+from harness.aio import gather_all
 from harness.clusters.contexts import (
     ContextAccess,
     KubeconfigError,
@@ -135,14 +136,10 @@ class KubeconfigBackend:
     async def _clean_up(self) -> None:
         """Every cluster at once; all of them are tried even if one fails."""
         ownerships, self.ownerships = self.ownerships, {}
-        results = await asyncio.gather(
-            *(o.end() for o in ownerships.values()), return_exceptions=True
+        await gather_all(
+            (o.end() for o in ownerships.values()),
+            lambda errors: ClusterError("; ".join(str(e) for e in errors)),
         )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if len(errors) == 1:
-            raise errors[0]
-        if errors:
-            raise ClusterError("; ".join(str(e) for e in errors))
 
     @asynccontextmanager
     async def start(self, names: Sequence[str]) -> AsyncIterator[Environment]:

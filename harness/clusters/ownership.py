@@ -31,13 +31,20 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.errors import ClusterError
 from harness.kube import (
+    CONFIG_MAPS,
     CRDS,
+    DEPLOYMENTS,
     GATEWAYS,
     KYMAS,
     MANIFESTS,
     MODULE_RELEASE_METAS,
     MODULE_TEMPLATES,
     NAMESPACES,
+    NETWORK_POLICIES,
+    PRIORITY_CLASSES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     VIRTUAL_SERVICES,
     WATCHERS,
@@ -65,8 +72,7 @@ CLUSTER_SCOPED: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
              namespaced=False),
     Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
-    Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
-             namespaced=False),  # the in-cluster webhook's skr-webhook-priority
+    PRIORITY_CLASSES,  # the in-cluster webhook's skr-webhook-priority
 )  # fmt: skip
 """Cluster-scoped kinds the harness or its manifests create (besides namespaces and CRDs)."""
 
@@ -78,14 +84,14 @@ NAMESPACED: tuple[Resource, ...] = (
     MODULE_RELEASE_METAS,
     VIRTUAL_SERVICES,
     GATEWAYS,
-    Resource("apps", "v1", "deployments", "Deployment"),
-    Resource("", "v1", "services", "Service"),
-    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    DEPLOYMENTS,
+    SERVICES,
+    NETWORK_POLICIES,
     Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
     Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
-    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
-    Resource("", "v1", "secrets", "Secret"),
-    Resource("", "v1", "configmaps", "ConfigMap"),
+    SERVICE_ACCOUNTS,
+    SECRETS,
+    CONFIG_MAPS,
 )
 """Namespaced kinds the harness, its manifests and the scenario library write."""
 

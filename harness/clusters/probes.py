@@ -63,6 +63,11 @@ def http_probe(
     return probe
 
 
+def readyz_probe(session: aiohttp.ClientSession, base_url: str) -> Probe:
+    """Ready once ``<base_url>/readyz`` answers 200 (controller-runtime's and our webhook's)."""
+    return http_probe(session, f"{base_url}/readyz", lambda status, _: status == 200)
+
+
 def tcp_probe(host: str, port: int) -> Probe:
     """A probe that passes once ``host:port`` accepts a connection (for a server whose
     requests need a client certificate the prober does not have)."""

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -39,6 +40,9 @@ from harness.clusters import procfs
 from harness.clusters.ports import start_on_free_ports
 from harness.clusters.safety_net import safety_net
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
+from harness.expect.prom import Sample, parse_samples, sample_sum
+
+logger = logging.getLogger("harness.clusters.process")
 
 Probe = Callable[[], Awaitable[bool]]
 """Readiness check: True when ready; False, or raising :class:`NotReady`, ``OSError`` or
@@ -82,6 +86,7 @@ def with_log_tail(headline: str, path: Path, lines: int = LOG_TAIL_LINES) -> str
     return f"{headline}{body}\n--- full log: {path}"
 
 
+@dataclass(eq=False)
 class OwnedProcess(Service):
     """Owns one external process from spawn to reaping; use as ``async with``.
 
@@ -89,34 +94,26 @@ class OwnedProcess(Service):
     the process group.
     """
 
-    def __init__(
-        self,
-        name: str,
-        argv: Sequence[str],
-        *,
-        log_path: Path,
-        probe: Probe | None = None,
-        ready_timeout: float = 20.0,
-        probe_timeout: float = 5.0,
-        poll_interval: float = 0.05,
-        stop_timeout: float = 10.0,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-        stdout_pipe: bool = False,
-    ) -> None:
-        self.name = name
-        self._stdout_pipe = stdout_pipe
-        self.record = ProcessRecord(name=name, argv=tuple(argv), log_path=log_path)
-        self._probe = probe
-        self._ready_timeout = ready_timeout
-        self._probe_timeout = probe_timeout
-        self._poll_interval = poll_interval
-        self._stop_timeout = stop_timeout
-        self._env = dict(env) if env is not None else None
-        self._cwd = cwd
-        self._proc: asyncio.subprocess.Process | None = None
-        self._pgid: int | None = None
-        self._spawned_at = 0.0  # loop time
+    name: str
+    argv: InitVar[Sequence[str]]
+    _: KW_ONLY
+    log_path: InitVar[Path]
+    probe: Probe | None = None
+    ready_timeout: float = 20.0
+    probe_timeout: float = 5.0
+    poll_interval: float = 0.05
+    stop_timeout: float = 10.0
+    env: Mapping[str, str] | None = None
+    cwd: Path | None = None
+    stdout_pipe: bool = False
+    record: ProcessRecord = field(init=False)
+    _proc: asyncio.subprocess.Process | None = field(default=None, init=False)
+    _pgid: int | None = field(default=None, init=False)
+    _spawned_at: float = field(default=0.0, init=False)  # loop time
+
+    def __post_init__(self, argv: Sequence[str], log_path: Path) -> None:
+        self.record = ProcessRecord(name=self.name, argv=tuple(argv), log_path=log_path)
+        self.env = dict(self.env) if self.env is not None else None
 
     # -- facts ------------------------------------------------------------------------
 
@@ -165,11 +162,11 @@ class OwnedProcess(Service):
             self._proc = await asyncio.create_subprocess_exec(
                 *self.record.argv,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE if self._stdout_pipe else log,
-                stderr=log if self._stdout_pipe else asyncio.subprocess.STDOUT,
+                stdout=asyncio.subprocess.PIPE if self.stdout_pipe else log,
+                stderr=log if self.stdout_pipe else asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                env=self._env,
-                cwd=self._cwd,
+                env=self.env,
+                cwd=self.cwd,
             )
         except OSError as e:
             raise ProcessError(
@@ -195,11 +192,11 @@ class OwnedProcess(Service):
     async def wait_ready(self) -> None:
         """Poll the probe until it passes, racing the process's exit and the deadline."""
         proc = self._require_started()
-        if self._probe is None:
+        if self.probe is None:
             self.record.ready_after = 0.0
             return
         loop = asyncio.get_running_loop()
-        deadline = self._spawned_at + self._ready_timeout
+        deadline = self._spawned_at + self.ready_timeout
         exited = asyncio.ensure_future(proc.wait())
         last_reason = "no probe finished yet"
         try:
@@ -210,7 +207,7 @@ class OwnedProcess(Service):
                 if remaining <= 0:
                     raise self._not_ready_error(last_reason)
                 probing = asyncio.ensure_future(
-                    self._probe_once(min(self._probe_timeout, remaining))
+                    self._probe_once(min(self.probe_timeout, remaining))
                 )
                 await asyncio.wait({probing, exited}, return_when=asyncio.FIRST_COMPLETED)
                 if not probing.done():  # the process exited while we were probing
@@ -222,7 +219,7 @@ class OwnedProcess(Service):
                     self.record.ready_after = loop.time() - self._spawned_at
                     return
                 last_reason = reason
-                pause = min(self._poll_interval, max(0.0, deadline - loop.time()))
+                pause = min(self.poll_interval, max(0.0, deadline - loop.time()))
                 await asyncio.wait({exited}, timeout=pause)
         finally:
             if not exited.done():
@@ -230,10 +227,10 @@ class OwnedProcess(Service):
                 await asyncio.wait({exited})
 
     async def _probe_once(self, limit: float) -> tuple[bool, str]:
-        assert self._probe is not None
+        assert self.probe is not None
         try:
             async with asyncio.timeout(limit):
-                return (await self._probe(), "probe said not ready")
+                return (await self.probe(), "probe said not ready")
         except NotReady as e:
             return False, str(e)
         except TimeoutError:
@@ -255,9 +252,9 @@ class OwnedProcess(Service):
             if procfs.group_members(pgid):  # leader, or members it left behind
                 self._signal_group(signal.SIGTERM)
             loop = asyncio.get_running_loop()
-            deadline = loop.time() + self._stop_timeout
+            deadline = loop.time() + self.stop_timeout
             try:
-                async with asyncio.timeout(self._stop_timeout):
+                async with asyncio.timeout(self.stop_timeout):
                     await proc.wait()
             except TimeoutError:
                 self._signal_group(signal.SIGKILL)
@@ -324,7 +321,7 @@ class OwnedProcess(Service):
 
     def _not_ready_error(self, last_reason: str) -> ProcessNotReady:
         headline = (
-            f"{self.name} not ready after {self._ready_timeout:.1f} s "
+            f"{self.name} not ready after {self.ready_timeout:.1f} s "
             f"(still running, pid {self.record.pid}); last probe: {last_reason}"
         )
         return ProcessNotReady(with_log_tail(headline, self.record.log_path))
@@ -342,6 +339,9 @@ class Incarnations(Service):
     """
 
     name: str
+    log_path: Path
+    ready_timeout: float
+    stop_timeout: float
     error: type[Exception] = ProcessError
     """What the subclass raises when a call needs the other state."""
     session_timeout = aiohttp.ClientTimeout(total=5)
@@ -368,6 +368,26 @@ class Incarnations(Service):
 
     def _fresh_ports(self) -> tuple[int, ...]:
         raise NotImplementedError
+
+    def _incarnation(
+        self,
+        argv: Sequence[str],
+        probe: Probe,
+        env: Mapping[str, str] | None,
+        *,
+        stdout_pipe: bool = False,
+    ) -> OwnedProcess:
+        """The next run's process, under this object's name, log and timeouts."""
+        return OwnedProcess(
+            self.name,
+            argv,
+            log_path=self.log_path,
+            probe=probe,
+            ready_timeout=self.ready_timeout,
+            stop_timeout=self.stop_timeout,
+            env=env,
+            stdout_pipe=stdout_pipe,
+        )
 
     async def _run(self) -> None:
         raise NotImplementedError
@@ -398,3 +418,40 @@ class Incarnations(Service):
     async def restart(self) -> None:
         await self.stop()
         await self.start()
+
+
+class CountingIncarnations(Incarnations):
+    """Incarnations whose Prometheus counters are read over all of them: the last scrape of
+    each is kept (a new one starts its counters at 0), and a metric is their sum.
+
+    A subclass appends ``[]`` to :attr:`_scraped` once an incarnation is ready, scrapes
+    (:meth:`_scrape`) before it stops one, and names its ``/metrics`` (:meth:`_metrics_url`).
+    """
+
+    _scraped: list[list[Sample]]
+    """The last scrape of every incarnation, oldest first."""
+
+    def _metrics_url(self) -> str | None:
+        """Where the running incarnation serves ``/metrics`` (None: they are not read)."""
+        raise NotImplementedError
+
+    async def _scrape(self) -> None:
+        """Refresh the running incarnation's samples (kept when scraping fails)."""
+        url = self._metrics_url()
+        if url is None or self._session is None or not self.running or not self._scraped:
+            return
+        try:
+            async with self._session.get(url) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            logger.warning("%s: scraping %s failed: %s", self.name, url, exc)
+            return
+        if response.status == 200:
+            self._scraped[-1] = parse_samples(text)
+
+    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """A metric now: the series whose labels include ``labels``, summed, over every
+        incarnation (0 when absent)."""
+        await self._scrape()
+        wanted = dict(labels or {})
+        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)

@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from harness.errors import ClusterError
 from harness.scenario.requirements import KLM_FEATURES
@@ -65,6 +65,7 @@ ENV_KLM_CRDS = "WATCHER_HARNESS_KLM_CRDS"
 ENV_KLM_FEATURES = "WATCHER_HARNESS_KLM_FEATURES"
 WebhookIsolation = Literal["netns", "none"]
 WEBHOOK_ISOLATIONS: tuple[WebhookIsolation, ...] = ("netns", "none")
+_Choice = TypeVar("_Choice", bound=str)
 
 
 class BackendSelectionError(ClusterError, ValueError):
@@ -127,13 +128,135 @@ class BackendOverride:
     klm_features: str | None = None  # comma-separated
 
 
-def webhook_mode(value: str, source: str) -> WebhookMode:
-    for mode in WEBHOOK_MODES:
-        if value == mode:
-            return mode
+@dataclass(frozen=True)
+class BackendFlag:
+    """A command-line option setting one :class:`BackendOverride` field, as
+    ``watcher-harness run`` (``flag``) and pytest (``pytest_flag``) name it."""
+
+    field: str
+    flag: str
+    pytest_flag: str
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps the value of ``flag``."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+BACKEND_FLAGS: tuple[BackendFlag, ...] = (
+    BackendFlag(
+        "name",
+        "--backend",
+        "--cluster-backend",
+        "cluster backend for every scenario (default: WATCHER_HARNESS_BACKEND, else the "
+        "file's backend, else local)",
+        choices=BACKENDS,
+    ),
+    BackendFlag(
+        "kubeconfig",
+        "--kubeconfig",
+        "--cluster-kubeconfig",
+        "kubeconfig backend: files holding the clusters' contexts "
+        "(default: WATCHER_HARNESS_KUBECONFIG, KUBECONFIG, ~/.kube/config)",
+        metavar="FILE[:FILE]",
+    ),
+    BackendFlag(
+        "contexts",
+        "--context",
+        "--cluster-contexts",
+        "kubeconfig backend: context per cluster (default: the context named like it)",
+        metavar="kcp=CTX,skr-a=CTX",
+    ),
+    BackendFlag(
+        "host_address",
+        "--host-address",
+        "--cluster-host-address",
+        "address the API servers (and in-cluster webhooks) use to reach this host "
+        "(default: WATCHER_HARNESS_HOST_ADDRESS, kind: its network's gateway, else 127.0.0.1)",
+        metavar="ADDRESS",
+    ),
+    BackendFlag(
+        "webhook_mode",
+        "--webhook",
+        "--cluster-webhook",
+        "where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
+        choices=WEBHOOK_MODES,
+    ),
+    BackendFlag(
+        "webhook_command",
+        "--webhook-command",
+        "--webhook-command",
+        "bring your own webhook: a command line taking upstream's environment contract "
+        "(WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR, KCP_CONTRACT), "
+        "run as every SKR's webhook in a network namespace of its own (default: "
+        "WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); scenarios that need our webhook's own "
+        "features are skipped with the reason",
+        metavar="COMMAND",
+    ),
+    BackendFlag(
+        "klm_command",
+        "--klm-command",
+        "--klm-command",
+        "bring your own Lifecycle Manager: a command line taking KLM's flags, run as "
+        "the KCP's KLM, the harness playing cert-manager, each SKR's kubelet and Istio's "
+        "ingress (default: WATCHER_HARNESS_KLM_COMMAND, else ours in the harness's "
+        "process); scenarios needing what that KLM does not show are skipped with the reason",
+        metavar="COMMAND",
+    ),
+    BackendFlag(
+        "klm_crds",
+        "--klm-crds",
+        "--klm-crds",
+        "that KLM's CRDs (default: WATCHER_HARNESS_KLM_CRDS, else the harness's own)",
+        metavar="DIR",
+    ),
+    BackendFlag(
+        "klm_features",
+        "--klm-features",
+        "--klm-features",
+        "what that KLM shows beyond upstream's, comma-separated (default: "
+        "WATCHER_HARNESS_KLM_FEATURES; see docs/any-klm.md)",
+        metavar="LIST",
+    ),
+)
+"""The options of ``watcher-harness run`` and of pytest that override the backend."""
+
+
+def override_from(given: Callable[[BackendFlag], str | None]) -> BackendOverride:
+    """What the command line says, ``given`` reading each option (None: not given)."""
+    return BackendOverride(**{flag.field: given(flag) for flag in BACKEND_FLAGS})
+
+
+def _one_of(value: str, known: tuple[_Choice, ...], what: str, source: str) -> _Choice:
+    """``value`` as the literal it names (its type narrowed), else an error naming ``source``."""
+    for choice in known:
+        if value == choice:
+            return choice
     raise BackendSelectionError(
-        f"{source}: unknown webhook mode {value!r}; use one of: {', '.join(WEBHOOK_MODES)}"
+        f"{source}: unknown {what} {value!r}; use one of: {', '.join(known)}"
     )
+
+
+def webhook_mode(value: str, source: str) -> WebhookMode:
+    return _one_of(value, WEBHOOK_MODES, "webhook mode", source)
+
+
+def _given(given: str | None, flag: str, env: Mapping[str, str], name: str) -> tuple[str, str]:
+    """The command line's ``flag`` if given, else variable ``name``: its text and source."""
+    if given is not None:
+        return given, flag
+    return env.get(name, ""), name
+
+
+def _command(text: str, source: str) -> tuple[str, ...]:
+    """A bring-your-own command line, split like a shell's words."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
 
 
 def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str, Any]:
@@ -159,20 +282,12 @@ def _host_options(override: BackendOverride, env: Mapping[str, str]) -> dict[str
 
 def _klm_command(override: BackendOverride, env: Mapping[str, str]) -> dict[str, Any]:
     """The bring-your-own KLM command and its CRD folder (command line over environment)."""
-    text, source = override.klm_command, "--klm-command"
-    if text is None:
-        text, source = env.get(ENV_KLM_COMMAND, ""), ENV_KLM_COMMAND
-    try:
-        command = tuple(shlex.split(text))
-    except ValueError as exc:
-        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
+    command = _command(*_given(override.klm_command, "--klm-command", env, ENV_KLM_COMMAND))
     crds_text = override.klm_crds or env.get(ENV_KLM_CRDS, "").strip()
     crds = Path(crds_text).expanduser() if crds_text else None
     if crds is not None and not crds.is_dir():
         raise BackendSelectionError(f"KLM CRDs: {crds} is not a folder")
-    features_text = override.klm_features
-    if features_text is None:
-        features_text = env.get(ENV_KLM_FEATURES, "")
+    features_text, _ = _given(override.klm_features, "--klm-features", env, ENV_KLM_FEATURES)
     features = tuple(f.strip() for f in features_text.split(",") if f.strip())
     unknown = sorted(set(features) - set(KLM_FEATURES))
     if unknown:
@@ -186,13 +301,8 @@ def _webhook_command(
     override: BackendOverride, env: Mapping[str, str], mode: WebhookMode
 ) -> dict[str, Any]:
     """The bring-your-own webhook command (command line over environment) and isolation."""
-    text, source = override.webhook_command, "--webhook-command"
-    if text is None:
-        text, source = env.get(ENV_WEBHOOK_COMMAND, ""), ENV_WEBHOOK_COMMAND
-    try:
-        command = tuple(shlex.split(text))
-    except ValueError as exc:
-        raise BackendSelectionError(f"{source}: {text!r} is not a command line: {exc}") from None
+    text, source = _given(override.webhook_command, "--webhook-command", env, ENV_WEBHOOK_COMMAND)
+    command = _command(text, source)
     if command and mode != "host":
         raise BackendSelectionError(
             f"{source}: a webhook command runs on this host; it cannot be combined with "
@@ -204,22 +314,11 @@ def _webhook_command(
 def webhook_isolation(env: Mapping[str, str]) -> WebhookIsolation:
     """``WATCHER_HARNESS_WEBHOOK_ISOLATION`` (default ``netns``)."""
     isolation = env.get(ENV_WEBHOOK_ISOLATION, "netns").strip() or "netns"
-    for known in WEBHOOK_ISOLATIONS:
-        if isolation == known:
-            return known
-    raise BackendSelectionError(
-        f"{ENV_WEBHOOK_ISOLATION}: unknown isolation {isolation!r}; use one of: "
-        f"{', '.join(WEBHOOK_ISOLATIONS)}"
-    )
+    return _one_of(isolation, WEBHOOK_ISOLATIONS, "isolation", ENV_WEBHOOK_ISOLATION)
 
 
 def backend_name(value: str, source: str) -> BackendName:
-    for name in BACKENDS:
-        if value == name:
-            return name
-    raise BackendSelectionError(
-        f"{source}: unknown cluster backend {value!r}; use one of: {', '.join(BACKENDS)}"
-    )
+    return _one_of(value, BACKENDS, "cluster backend", source)
 
 
 def parse_contexts(text: str, source: str) -> dict[str, str]:
@@ -267,13 +366,10 @@ def choose_backend(
     if name != "kubeconfig":
         return BackendChoice(name=name, run_id=env.get(ENV_RUN_ID) or None, **host)
     files = split_paths(override.kubeconfig or env.get(ENV_KUBECONFIG) or "")
-    text, source = override.contexts, "--context"
-    if text is None:
-        text, source = env.get(ENV_CONTEXTS, ""), ENV_CONTEXTS
     return BackendChoice(
         name=name,
         kubeconfigs=files or _default_kubeconfigs(env),
-        contexts=parse_contexts(text, source),
+        contexts=parse_contexts(*_given(override.contexts, "--context", env, ENV_CONTEXTS)),
         run_id=env.get(ENV_RUN_ID) or None,
         **host,
     )

@@ -22,7 +22,6 @@ QUEUED_WHY = (
     "async delivery answers before the event is delivered, so it does not claim success "
     "(docs/webhook.md, Answers); WATCHER_DELIVERY_MODE=sync answers as upstream"
 )
-KYMA_GVK = {"group": "operator.kyma-project.io", "version": "v1beta2", "kind": "Kyma"}
 KYMA_BODY = (
     b'{"watched":{"Namespace":"kyma-system","Name":"default"},'
     b'"watchedGvk":{"group":"operator.kyma-project.io","version":"v1beta2","kind":"Kyma"}}'

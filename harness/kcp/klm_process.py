@@ -26,15 +26,13 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
-import aiohttp
-
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, OwnedProcess, ProcessRecord
+from harness.clusters.process import CountingIncarnations, ProcessRecord
 from harness.errors import HarnessError
-from harness.expect.prom import Sample, parse_samples, sample_sum
+from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
 
 logger = logging.getLogger("harness.kcp.klm_process")
@@ -107,39 +105,36 @@ class _Follower:
         return [line.decode("utf-8", "replace") for line in lines]
 
 
-class KlmProcess(Incarnations):
+@dataclass(eq=False)
+class KlmProcess(CountingIncarnations):
     """``async with KlmProcess(command, kubeconfig=..., log_path=...) as klm:``; ports:
     metrics, health probe, SKR-event listener."""
 
     name = "lifecycle-manager"
     error = KlmProcessError
 
-    def __init__(
-        self,
-        command: Sequence[str],
-        *,
-        kubeconfig: Path,
-        log_path: Path,
-        flags: KlmFlags = KlmFlags(),
-        env: Mapping[str, str] | None = None,
-        ready_timeout: float = 60.0,
-        stop_timeout: float = 15.0,
-    ) -> None:
-        if not command:
+    command: Sequence[str]
+    _: KW_ONLY
+    kubeconfig: Path
+    log_path: Path
+    flags: KlmFlags = KlmFlags()
+    env: Mapping[str, str] | None = None
+    """The command's environment (None: this process's, as it is when constructed)."""
+    ready_timeout: float = 60.0
+    stop_timeout: float = 15.0
+    records: list[ProcessRecord] = field(default_factory=list, init=False)
+    history: ReconcileHistory = field(default_factory=ReconcileHistory, init=False)
+    """Every reconcile and queued event the log showed, over all incarnations."""
+    _scraped: list[list[Sample]] = field(default_factory=list, init=False)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _follower: _Follower = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.command:
             raise KlmProcessError("the KLM command is empty")
-        self.command = tuple(command)
-        self.kubeconfig = kubeconfig
-        self.log_path = log_path
-        self.flags = flags
-        self._env = dict(os.environ if env is None else env)
-        self._ready_timeout = ready_timeout
-        self._stop_timeout = stop_timeout
-        self._follower = _Follower(log_path)
-        self._scraped: list[list[Sample]] = []
-        self.records: list[ProcessRecord] = []
-        self.history = ReconcileHistory()
-        """Every reconcile and queued event the log showed, over all incarnations."""
-        self._changed = asyncio.Event()
+        self.command = tuple(self.command)
+        self.env = dict(os.environ if self.env is None else self.env)
+        self._follower = _Follower(self.log_path)
 
     # -- facts ------------------------------------------------------------------------
 
@@ -169,20 +164,8 @@ class KlmProcess(Incarnations):
 
     async def _run(self) -> None:
         assert self._session is not None
-        probe = probes.http_probe(
-            self._session,
-            f"http://{ports.LOOPBACK}:{self._port(1)}/readyz",
-            lambda status, _: status == 200,
-        )
-        process = OwnedProcess(
-            self.name,
-            self.argv(),
-            env=self._env,
-            log_path=self.log_path,
-            probe=probe,
-            ready_timeout=self._ready_timeout,
-            stop_timeout=self._stop_timeout,
-        )
+        probe = probes.readyz_probe(self._session, f"http://{ports.LOOPBACK}:{self._port(1)}")
+        process = self._incarnation(self.argv(), probe, self.env)
         self.records.append(process.record)
         await process.start()
         self._process = process
@@ -254,24 +237,8 @@ class KlmProcess(Incarnations):
 
     # -- metrics ----------------------------------------------------------------------
 
-    async def _scrape(self) -> None:
-        if self._session is None or not self.running or not self._scraped:
-            return
-        try:
-            async with self._session.get(self.metrics_url) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            logger.warning("scraping %s failed: %s", self.metrics_url, exc)
-            return
-        if response.status == 200:
-            self._scraped[-1] = parse_samples(text)
-
-    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
-        """A metric now: the series whose labels include ``labels``, summed, over every
-        incarnation (0 when absent)."""
-        await self._scrape()
-        wanted = dict(labels or {})
-        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)
+    def _metrics_url(self) -> str:
+        return self.metrics_url
 
     def __repr__(self) -> str:
         return f"KlmProcess({' '.join(self.command)!r}, running={self.running})"

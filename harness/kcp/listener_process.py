@@ -25,16 +25,16 @@ import os
 import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import aiohttp
 
 from harness.aio import spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, OwnedProcess, Probe
+from harness.clusters.process import CountingIncarnations, OwnedProcess, Probe
 from harness.errors import HarnessError
-from harness.expect.prom import Sample, parse_samples, sample_sum
+from harness.expect.prom import Sample
 from harness.kcp.listeners import Implementation
 from watcher.listener import ListenerEvent
 from watcher.listener.event_lines import parse_event_line
@@ -117,46 +117,36 @@ def template_command(words: Sequence[str]) -> ListenerCommand:
     return argv
 
 
-class ListenerProcess(Incarnations):
+@dataclass(eq=False)
+class ListenerProcess(CountingIncarnations):
     """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``;
     ports: events, metrics. Ready once its event path answers."""
 
     error = ListenerProcessError
 
-    def __init__(
-        self,
-        component: str,
-        callback: EventCallback,
-        *,
-        command: ListenerCommand,
-        log_path: Path,
-        implementation: Implementation = "upstream",
-        metrics_on_own_port: bool = True,
-        serves_tls: bool = False,
-        env: Mapping[str, str] | None = None,
-        ready_timeout: float = 20.0,
-        stop_timeout: float = 10.0,
-    ) -> None:
-        """``serves_tls``: the command serves mTLS (ours behind the mesh), so it is ready
-        once its port accepts connections (a GET needs the gateway's certificate) and its
-        metrics are not read; ``env``: the command's environment (None: this process's)."""
-        self.component = component
-        self.implementation: Implementation = implementation
-        self.name = f"{implementation}-listener-{component}"
-        self._callback = callback
-        self._command = command
-        self._metrics_on_own_port = metrics_on_own_port
-        """False: ``/metrics`` is served on the event port (ours), not ``{metrics_port}``."""
-        self._serves_tls = serves_tls
-        self._env = env
-        self.log_path = log_path
-        self._ready_timeout = ready_timeout
-        self._stop_timeout = stop_timeout
-        self._reader: asyncio.Task[None] | None = None
-        self._scraped: list[list[Sample]] = []
-        """The last scrape of every incarnation, oldest first (counters summed over them)."""
-        self.consumed = 0
-        self.callback_errors = 0
+    component: str
+    callback: EventCallback
+    _: KW_ONLY
+    command: ListenerCommand
+    log_path: Path
+    implementation: Implementation = "upstream"
+    metrics_on_own_port: bool = True
+    """False: ``/metrics`` is served on the event port (ours), not ``{metrics_port}``."""
+    serves_tls: bool = False
+    """The command serves mTLS (ours behind the mesh), so it is ready once its port accepts
+    connections (a GET needs the gateway's certificate) and its metrics are not read."""
+    env: Mapping[str, str] | None = None
+    """The command's environment (None: this process's)."""
+    ready_timeout: float = 20.0
+    stop_timeout: float = 10.0
+    name: str = field(init=False)
+    consumed: int = field(default=0, init=False)
+    callback_errors: int = field(default=0, init=False)
+    _reader: asyncio.Task[None] | None = field(default=None, init=False)
+    _scraped: list[list[Sample]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.name = f"{self.implementation}-listener-{self.component}"
 
     # -- facts ------------------------------------------------------------------------
 
@@ -166,7 +156,7 @@ class ListenerProcess(Incarnations):
 
     @property
     def url(self) -> str:
-        scheme = "https" if self._serves_tls else "http"
+        scheme = "https" if self.serves_tls else "http"
         return f"{scheme}://{ports.LOOPBACK}:{self.port}"
 
     @property
@@ -180,17 +170,8 @@ class ListenerProcess(Incarnations):
 
     async def _run(self) -> None:
         assert self._session is not None
-        argv = self._command(self.component, *self._ports)
-        process = OwnedProcess(
-            self.name,
-            argv,
-            log_path=self.log_path,
-            probe=self._probe(self._session),
-            ready_timeout=self._ready_timeout,
-            stop_timeout=self._stop_timeout,
-            env=self._env,
-            stdout_pipe=True,
-        )
+        argv = self.command(self.component, *self._ports)
+        process = self._incarnation(argv, self._probe(self._session), self.env, stdout_pipe=True)
         await process.launch()
         # Read from the first byte on: the pipe must never fill while we wait for ready.
         self._reader = spawn(self._read(process), f"listener-{self.component}-events")
@@ -203,7 +184,7 @@ class ListenerProcess(Incarnations):
         self._scraped.append([])
 
     def _probe(self, session: aiohttp.ClientSession) -> Probe:
-        if self._serves_tls:
+        if self.serves_tls:
             return probes.tcp_probe(ports.LOOPBACK, self.port)
         # A GET on the event path is answered 405 (upstream's and ours): it is served.
         return probes.http_probe(session, self.event_url, lambda status, _: status == 405)
@@ -218,7 +199,7 @@ class ListenerProcess(Incarnations):
                 continue
             self.consumed += 1
             try:
-                await self._callback(event)
+                await self.callback(event)
             except Exception:
                 self.callback_errors += 1
                 logger.exception("%s: handling event %s failed", self.component, event)
@@ -239,7 +220,7 @@ class ListenerProcess(Incarnations):
         finally:
             if reader is not None:
                 try:
-                    async with asyncio.timeout(self._stop_timeout):
+                    async with asyncio.timeout(self.stop_timeout):
                         await asyncio.wait({reader})
                 except TimeoutError:
                     logger.warning("%s: event lines not read to the end", self.component)
@@ -247,27 +228,11 @@ class ListenerProcess(Incarnations):
 
     # -- metrics ----------------------------------------------------------------------
 
-    async def _scrape(self) -> None:
-        """Refresh the running incarnation's samples (kept when scraping fails)."""
-        if self._session is None or not self.running or not self._scraped or self._serves_tls:
-            return
-        port = self._port(1) if self._metrics_on_own_port else self.port
-        url = f"http://{ports.LOOPBACK}:{port}/metrics"
-        try:
-            async with self._session.get(url) as response:
-                text = await response.text()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            logger.warning("%s: scraping %s failed: %s", self.component, url, exc)
-            return
-        if response.status == 200:
-            self._scraped[-1] = parse_samples(text)
-
-    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
-        """Upstream's metric now: the series whose labels include ``labels``, summed, over
-        every incarnation (0 when absent)."""
-        await self._scrape()
-        wanted = dict(labels or {})
-        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)
+    def _metrics_url(self) -> str | None:
+        if self.serves_tls:
+            return None
+        port = self._port(1) if self.metrics_on_own_port else self.port
+        return f"http://{ports.LOOPBACK}:{port}/metrics"
 
     def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
         """Every series named ``name`` as of the last scrape, summed over incarnations."""

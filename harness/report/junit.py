@@ -163,6 +163,25 @@ def _testcase(parent: ET.Element, s: ScenarioReport, name: str, seconds: float) 
     )
 
 
+def _bad_case(
+    suite: ET.Element,
+    s: ScenarioReport,
+    what: str,
+    seconds: float,
+    bad: tuple[str, str],
+    message: str,
+    text: str,
+) -> ET.Element:
+    """Testcase ``<scenario>/<what>`` holding one ``bad`` element: its tag (``error`` or
+    ``failure``) and type."""
+    case = _testcase(suite, s, f"{s.name}/{what}", seconds)
+    tag, kind = bad
+    element = ET.SubElement(case, tag, message=clean(message))
+    element.set("type", kind)
+    element.text = clean(text)
+    return case
+
+
 def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str]) -> dict[str, int]:
     suite = ET.SubElement(parent, "testsuite", name=clean(s.name))
     props = ET.SubElement(suite, "properties")
@@ -176,17 +195,19 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
     cases: dict[str, tuple[ET.Element, bool]] = {}  # name → (testcase, failed)
 
     if s.status is Status.ERROR:
-        case = _testcase(suite, s, f"{s.name}/error", s.duration)
         message = s.error or "the scenario could not be run"
-        error = ET.SubElement(
-            case, "error", message=clean(message.splitlines()[0] if message else "")
+        first_bad = _bad_case(
+            suite,
+            s,
+            "error",
+            s.duration,
+            ("error", "ScenarioError"),
+            message.splitlines()[0],
+            message,
         )
-        error.set("type", "ScenarioError")
-        error.text = clean(message)
         counts["tests"] += 1
         counts["errors"] += 1
-        first_bad = case
-        cases[f"{s.name}/error"] = (case, True)
+        cases[f"{s.name}/error"] = (first_bad, True)
     elif s.status is Status.SKIPPED:
         case = _testcase(suite, s, f"{s.name}/skipped", 0.0)
         ET.SubElement(case, "skipped", message=clean(s.error or "skipped"))
@@ -203,15 +224,12 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
     if s.status is Status.FAILED and first_bad is None:
         # Failed without a failed expectation: a step failed; say which.
         bad_steps = [st for st in s.steps if st.status in (Status.FAILED, Status.ERROR)]
-        case = _testcase(suite, s, f"{s.name}/steps", sum(st.duration for st in bad_steps))
         message, text = _step_failure(s.steps, s.error)
-        failure = ET.SubElement(case, "failure", message=clean(message))
-        failure.set("type", "StepFailure")
-        failure.text = clean(text)
+        seconds = sum(st.duration for st in bad_steps)
+        first_bad = _bad_case(suite, s, "steps", seconds, ("failure", "StepFailure"), message, text)
         counts["tests"] += 1
         counts["failures"] += 1
-        first_bad = case
-        cases[f"{s.name}/steps"] = (case, True)
+        cases[f"{s.name}/steps"] = (first_bad, True)
 
     if s.attempts:
         before = len(cases)

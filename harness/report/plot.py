@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from harness.report.stats import LatencySummary
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -50,6 +51,14 @@ def _style(ax: object) -> None:
     ax.set_axisbelow(True)
 
 
+def _axes(width: float, height: float) -> tuple[Figure, Axes]:
+    """A figure with one styled plot."""
+    fig = _figure(width, height)
+    ax = fig.add_subplot()
+    _style(ax)
+    return fig, ax
+
+
 def latency_histogram_png(
     values_ms: Sequence[float],
     *,
@@ -63,9 +72,7 @@ def latency_histogram_png(
         fig = _figure(3.2, 0.8)
         fig.text(0.5, 0.5, "no latency samples", ha="center", va="center", color="#777777")
         return _png(fig)
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    _style(ax)
+    fig, ax = _axes(width, height)
     lo, hi = min(values_ms), max(values_ms)
     bins = max(1, min(60, len(set(values_ms)), int(len(values_ms) ** 0.5) + 5))
     if lo == hi:
@@ -84,43 +91,6 @@ def latency_histogram_png(
     return _png(fig)
 
 
-def bar_chart_png(
-    labels: Sequence[str],
-    series: Mapping[str, Sequence[float]],
-    *,
-    title: str = "",
-    ylabel: str = "",
-    width: float = 6.4,
-    height: float = 3.2,
-) -> bytes:
-    """Grouped bars: one group per label, one bar per series (each as long as ``labels``)."""
-    for name, values in series.items():
-        if len(values) != len(labels):
-            raise ValueError(f"series {name!r} has {len(values)} values for {len(labels)} labels")
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    _style(ax)
-    n = max(len(series), 1)
-    bar_width = 0.8 / n
-    positions = list(range(len(labels)))
-    for i, (name, values) in enumerate(series.items()):
-        offset = (i - (n - 1) / 2) * bar_width
-        ax.bar(
-            [p + offset for p in positions],
-            values,
-            width=bar_width,
-            label=name,
-            color=_PALETTE[i % len(_PALETTE)],
-        )
-    ax.set_xticks(positions, list(labels))
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=10)
-    if len(series) > 1:
-        ax.legend(frameon=False, fontsize=9)
-    return _png(fig)
-
-
 def line_chart_png(
     x: Sequence[float],
     series: Mapping[str, Sequence[float]],
@@ -136,9 +106,7 @@ def line_chart_png(
     for name, values in series.items():
         if len(values) != len(x):
             raise ValueError(f"series {name!r} has {len(values)} values for {len(x)} x values")
-    fig = _figure(width, height)
-    ax = fig.add_subplot()
-    _style(ax)
+    fig, ax = _axes(width, height)
     for i, (name, values) in enumerate(series.items()):
         ax.plot(x, values, marker="o", markersize=3, label=name, color=_PALETTE[i % len(_PALETTE)])
     if log_y:

@@ -45,7 +45,7 @@ from harness.kube import (
     request,
 )
 from harness.kube.watch import watch_objects
-from harness.scenario import KCP, ObjectWatch, ResourceRef, Selection
+from harness.scenario import KCP, ObjectWatch, Patch, ResourceRef, Selection
 from harness.scenario.expectations import gateway_stat_name
 from watcher.render.envoy_settings import GatewayListener
 
@@ -145,18 +145,11 @@ class ClusterSession:
     async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any:
         return await create_or_replace(self._api(cluster), resource_of_object(obj), obj)
 
-    async def patch(
-        self,
-        cluster: str,
-        ref: ResourceRef,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        subresource: str = "",
-    ) -> Any:
-        resource = resource_of_ref(ref)
+    async def patch(self, op: Patch) -> Any:
+        api, resource = self._api(op.cluster), resource_of_ref(op.resource)
+        subresource = op.subresource or ""
         return await merge_patch(
-            self._api(cluster), resource, name, namespace or None, patch, subresource=subresource
+            api, resource, op.name, op.namespace or None, op.patch, subresource=subresource
         )
 
     async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool:

@@ -21,11 +21,9 @@ shows anyone — the same channels for upstream's Go KLM and ours as a process:
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -58,6 +56,7 @@ from harness.runner.session import (
     probe_certificate,
     send_request,
 )
+from harness.scenario import Request
 from harness.skr.metrics import parse_metrics, value
 from watcher import pki
 from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE, SKR_NAMESPACE
@@ -197,43 +196,29 @@ class KlmSession(ClusterSession):
             raise FaultError(f"request: no Secret {namespace}/{name} in {cluster}")
         return tls_data(secret)
 
-    async def request(
-        self,
-        cluster: str | None,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: Mapping[str, Any] | str | None,
-        *,
-        certificate: str = "foreign",
-        to: str = "gateway",
-    ) -> HttpOutcome:
+    async def request(self, op: Request) -> HttpOutcome:
         trusted = (await self._secret("kcp", GATEWAY_SECRET_NAME, ISTIO_NAMESPACE))["ca.crt"]
-        url = f"{self.env.gateway.url}{path}"
-        if to != "gateway":
-            kind, _, component = to.partition("/")
+        url = f"{self.env.gateway.url}{op.path}"
+        if op.to != "gateway":
+            kind, _, component = op.to.partition("/")
             host = self.env.listeners.get(component) if kind == "listener" else None
             if kind == "listener" and component == KLM_LISTENER and self.env.klm.running:
-                url = f"http://127.0.0.1:{self.env.klm.listener_port}{path}"
+                url = f"http://127.0.0.1:{self.env.klm.listener_port}{op.path}"
             elif host is not None and host.running:
-                url = f"{host.url}{path}"  # plain HTTP, as behind its sidecar
+                url = f"{host.url}{op.path}"  # plain HTTP, as behind its sidecar
             else:
-                raise FaultError(f"request target {to!r}: no running listener {component!r}")
-        with tempfile.TemporaryDirectory(prefix="klm-request-") as tmp:
-            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            if cluster is not None:
-                data = await self._secret(cluster, TLS_SECRET, SKR_NAMESPACE)
-                cert.write_bytes(data["tls.crt"])
-                key.write_bytes(data["tls.key"])
-            else:
-                ca_data = await self._secret("kcp", CA_SECRET, ISTIO_NAMESPACE)
-                ca = pki.load_issued(ca_data["tls.crt"], ca_data["tls.key"], CA_SECRET)
-                authority = pki.CertificateAuthority(ca.certificate, ca.key)
-                leaf = probe_certificate(authority, certificate)
-                cert.write_bytes(leaf.cert_pem)
-                key.write_bytes(leaf.key_pem)
-            context = client_context(trusted, cert, key)
-        return await send_request(url, context, method, headers, body)
+                raise FaultError(f"request target {op.to!r}: no running listener {component!r}")
+        if op.cluster is not None:
+            data = await self._secret(op.cluster, TLS_SECRET, SKR_NAMESPACE)
+            cert_pem, key_pem = data["tls.crt"], data["tls.key"]
+        else:
+            ca_data = await self._secret("kcp", CA_SECRET, ISTIO_NAMESPACE)
+            ca = pki.load_issued(ca_data["tls.crt"], ca_data["tls.key"], CA_SECRET)
+            authority = pki.CertificateAuthority(ca.certificate, ca.key)
+            leaf = probe_certificate(authority, op.certificate or "foreign")
+            cert_pem, key_pem = leaf.cert_pem, leaf.key_pem
+        context = client_context(trusted, cert_pem, key_pem)
+        return await send_request(url, context, op.method, op.headers, op.body)
 
 
 @asynccontextmanager

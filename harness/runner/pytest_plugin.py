@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 
 from harness.clusters import pool as cluster_pool
-from harness.clusters.selection import BackendOverride
+from harness.clusters.selection import BACKEND_FLAGS, BackendOverride, override_from
 from harness.report import ReportBuilder, RunReport, ScenarioReport, Status, write_reports
 from harness.report.writer import write_text_atomic
 from harness.runner.backend import missing_tools
@@ -118,75 +118,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the scenarios of each process share their local API servers, reset in between "
         "(harness/clusters/pool.py)",
     )
-    parser.addoption(
-        "--cluster-backend",
-        default=None,
-        choices=("local", "kubeconfig", "kind"),
-        help="run every scenario on this cluster backend (default: WATCHER_HARNESS_BACKEND, "
-        "else the file's backend)",
-    )
-    parser.addoption(
-        "--cluster-kubeconfig",
-        default=None,
-        metavar="FILE[:FILE]",
-        help="kubeconfig files for the kubeconfig backend (default: WATCHER_HARNESS_KUBECONFIG)",
-    )
-    parser.addoption(
-        "--cluster-contexts",
-        default=None,
-        metavar="kcp=CTX,skr-a=CTX",
-        help="context per cluster for the kubeconfig backend (default: named like the cluster)",
-    )
-    parser.addoption(
-        "--cluster-host-address",
-        default=None,
-        metavar="ADDRESS",
-        help="address the API servers (and in-cluster webhooks) use to reach this host "
-        "(default: WATCHER_HARNESS_HOST_ADDRESS, kind: its network's gateway, else 127.0.0.1)",
-    )
-    parser.addoption(
-        "--cluster-webhook",
-        default=None,
-        choices=("host", "in-cluster"),
-        help="where the SKR webhook runs (default: WATCHER_HARNESS_WEBHOOK_MODE, else host)",
-    )
-    parser.addoption(
-        "--webhook-command",
-        default=None,
-        metavar="COMMAND",
-        help="bring your own webhook: a command taking upstream's environment contract, run "
-        "as every SKR's webhook (default: WATCHER_HARNESS_WEBHOOK_COMMAND, else ours); "
-        "scenarios needing our webhook's own features are skipped",
-    )
-    parser.addoption(
-        "--klm-command",
-        default=None,
-        metavar="COMMAND",
-        help="bring your own Lifecycle Manager: a command taking KLM's flags, run as the "
-        "KCP's KLM (default: WATCHER_HARNESS_KLM_COMMAND, else ours in process); scenarios "
-        "needing what it does not show are skipped",
-    )
-    parser.addoption("--klm-crds", default=None, metavar="DIR", help="that KLM's CRDs")
-    parser.addoption(
-        "--klm-features",
-        default=None,
-        metavar="LIST",
-        help="what that KLM shows beyond upstream's, comma-separated",
-    )
+    for flag in BACKEND_FLAGS:
+        parser.addoption(
+            flag.pytest_flag,
+            default=None,
+            metavar=flag.metavar,
+            choices=flag.choices,
+            help=flag.help,
+        )
 
 
 def backend_override(config: pytest.Config) -> BackendOverride:
-    return BackendOverride(
-        name=config.getoption("--cluster-backend", default=None),
-        kubeconfig=config.getoption("--cluster-kubeconfig", default=None),
-        contexts=config.getoption("--cluster-contexts", default=None),
-        host_address=config.getoption("--cluster-host-address", default=None),
-        webhook_mode=config.getoption("--cluster-webhook", default=None),
-        webhook_command=config.getoption("--webhook-command", default=None),
-        klm_command=config.getoption("--klm-command", default=None),
-        klm_crds=config.getoption("--klm-crds", default=None),
-        klm_features=config.getoption("--klm-features", default=None),
-    )
+    return override_from(lambda flag: config.getoption(flag.pytest_flag, default=None))
 
 
 def tag_marker(tag: str) -> str:

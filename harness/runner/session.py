@@ -30,7 +30,7 @@ from harness.expect.observations import ObjectsSeen, ReconcileSeen
 from harness.faults import Fault
 from harness.report.model import ProcessRecordLike
 from harness.runner.cluster_session import ClusterSession, reconciles_seen
-from harness.scenario import ObjectWatch, ResourceRef, Selection
+from harness.scenario import ObjectWatch, Patch, Request, ResourceRef, Selection
 from harness.skr.certs import CertificateOverride, issue_webhook_certificate
 from watcher import pki
 
@@ -65,10 +65,14 @@ def request_body(body: Mapping[str, Any] | str | None) -> tuple[bytes | None, di
     return json.dumps(body).encode(), {"Content-Type": "application/json"}
 
 
-def client_context(ca_bundle_pem: bytes, cert: Path | None, key: Path | None) -> ssl.SSLContext:
-    """TLS client context trusting ``ca_bundle_pem``, presenting ``cert``/``key`` if given."""
+def client_context(ca_bundle_pem: bytes, cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+    """TLS client context trusting ``ca_bundle_pem``, presenting ``cert_pem``/``key_pem``
+    (through a private temporary directory: ``ssl`` loads a key only from a file)."""
     context = ssl.create_default_context(cadata=ca_bundle_pem.decode())
-    if cert is not None and key is not None:
+    with tempfile.TemporaryDirectory(prefix="client-") as tmp:
+        cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+        cert.write_bytes(cert_pem)
+        key.write_bytes(key_pem)
         context.load_cert_chain(str(cert), str(key))
     return context
 
@@ -163,15 +167,9 @@ class Session(Protocol):
 
     async def apply(self, cluster: str, obj: Mapping[str, Any]) -> Any: ...
 
-    async def patch(
-        self,
-        cluster: str,
-        ref: ResourceRef,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        subresource: str = "",
-    ) -> Any: ...
+    async def patch(self, op: Patch) -> Any:
+        """``op``'s JSON merge patch (of the object's ``status`` when it says so)."""
+        ...
 
     async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool: ...
 
@@ -216,20 +214,10 @@ class Session(Protocol):
         ...; see :mod:`harness.scenario.bindings`)."""
         ...
 
-    async def request(
-        self,
-        cluster: str | None,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: Mapping[str, Any] | str | None,
-        *,
-        certificate: str = "foreign",
-        to: str = "gateway",
-    ) -> HttpOutcome:
-        """One HTTPS request to the KCP gateway (or, ``to="listener/<component>"``,
-        straight to that listener's port) with SKR ``cluster``'s client certificate, or
-        (``None``) a fresh broken one of kind ``certificate`` (see
+    async def request(self, op: Request) -> HttpOutcome:
+        """``op``: one HTTPS request to the KCP gateway (or, ``to="listener/<component>"``,
+        straight to that listener's port) with SKR ``op.cluster``'s client certificate, or
+        (``None``) a fresh broken one of kind ``op.certificate`` (see
         :func:`probe_certificate`)."""
         ...
 
@@ -255,32 +243,19 @@ class LiveSession(ClusterSession):
             name = self.gateway_stat(name)
         return await self.env.metric(target, name, labels)
 
-    async def request(
-        self,
-        cluster: str | None,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: Mapping[str, Any] | str | None,
-        *,
-        certificate: str = "foreign",
-        to: str = "gateway",
-    ) -> HttpOutcome:
+    async def request(self, op: Request) -> HttpOutcome:
         trusted = self.env.rotation.bundle_pem
-        url = f"{self.env.gateway.url}{path}"
-        if to != "gateway":
-            url, trusted = self._listener_target(to, path)
-        if cluster is not None:
-            tls = self.env.fleet[cluster].tls
-            context = client_context(trusted, tls.tls_cert, tls.tls_key)
-            return await send_request(url, context, method, headers, body)
-        leaf = probe_certificate(self.env.rotation.ca, certificate)
-        with tempfile.TemporaryDirectory(prefix=f"{certificate}-client-") as tmp:
-            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            cert.write_bytes(leaf.cert_pem)
-            key.write_bytes(leaf.key_pem)
-            context = client_context(trusted, cert, key)
-        return await send_request(url, context, method, headers, body)
+        url = f"{self.env.gateway.url}{op.path}"
+        if op.to != "gateway":
+            url, trusted = self._listener_target(op.to, op.path)
+        if op.cluster is not None:
+            tls = self.env.fleet[op.cluster].tls
+            cert_pem, key_pem = tls.tls_cert.read_bytes(), tls.tls_key.read_bytes()
+        else:
+            leaf = probe_certificate(self.env.rotation.ca, op.certificate or "foreign")
+            cert_pem, key_pem = leaf.cert_pem, leaf.key_pem
+        context = client_context(trusted, cert_pem, key_pem)
+        return await send_request(url, context, op.method, op.headers, op.body)
 
     def _listener_target(self, to: str, path: str) -> tuple[str, bytes]:
         """URL of a listener's own port and the CA its serving certificate chains to

@@ -39,6 +39,15 @@ class Count(Model):
             raise ValueError(f"atLeast {self.at_least} is greater than atMost {self.at_most}")
         return self
 
+    @staticmethod
+    def bounds_of(count: Count | None) -> tuple[int, int | None]:
+        """(at least, at most or ``None`` for unbounded); no count: at least one."""
+        if count is None:
+            return (1, None)
+        if count.exactly is not None:
+            return (count.exactly, count.exactly)
+        return (count.at_least or 0, count.at_most)
+
 
 class _Counted(Model):
     count: Count | None = None
@@ -53,13 +62,7 @@ class _Counted(Model):
     @property
     def bounds(self) -> tuple[int, int | None]:
         """(at least, at most or ``None`` for unbounded)."""
-        if self.none:
-            return (0, 0)
-        if self.count is None:
-            return (1, None)
-        if self.count.exactly is not None:
-            return (self.count.exactly, self.count.exactly)
-        return (self.count.at_least or 0, self.count.at_most)
+        return (0, 0) if self.none else Count.bounds_of(self.count)
 
 
 class ObjectRef(Model):

@@ -46,22 +46,23 @@ class Apply(Model):
         return self
 
 
-class Patch(Model):
+class _OneObject(Model):
+    # no docstring: it would become Delete's description in the schema
+    cluster: DnsLabel
+    resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
+    namespace: str = ""
+    name: Text
+
+
+class Delete(_OneObject):
+    pass
+
+
+class Patch(_OneObject):
     """A JSON merge patch (``patch``) of one object, or of its ``status`` subresource."""
 
-    cluster: DnsLabel
-    resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
-    namespace: str = ""
-    name: Text
     patch: dict[str, Any]
     subresource: Literal["status"] | None = None
-
-
-class Delete(Model):
-    cluster: DnsLabel
-    resource: Resource = Field(json_schema_extra=RESOURCE_SCHEMA_EXTRA)
-    namespace: str = ""
-    name: Text
 
 
 class WatcherChange(Model):
@@ -155,11 +156,7 @@ class Assert(Selection):
     @property
     def bounds(self) -> tuple[int, int | None]:
         """(at least, at most or ``None``) matching objects per cluster."""
-        if self.count is None:
-            return (1, None)
-        if self.count.exactly is not None:
-            return (self.count.exactly, self.count.exactly)
-        return (self.count.at_least or 0, self.count.at_most)
+        return Count.bounds_of(self.count)
 
 
 class OutputCheck(Model):

@@ -9,7 +9,6 @@ from pydantic import Field, model_validator
 
 from harness.scenario.values import DnsLabel, Model
 
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 REQUEST_PATH_PATTERN = r"^/[^\s]*$"
 
 
@@ -50,7 +49,6 @@ class RequestExpect(Model):
         return "status in " + ", ".join(str(s) for s in self.status_in)
 
 
-REQUEST_CERTIFICATES = ("foreign", "expired", "not-yet-valid", "empty-cn")
 RequestCertificate = Literal["foreign", "expired", "not-yet-valid", "empty-cn"]
 
 

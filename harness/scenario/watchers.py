@@ -7,7 +7,7 @@ The lifecycle-manager listener always exists; ``listeners`` adds other managers.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
@@ -45,26 +45,11 @@ class DefaultWatcher(Model):
     """``{default: true}``: KLM's own Watcher, ``kcp-system/klm-watcher``."""
 
     default: Literal[True]
-
-    @property
-    def name(self) -> str:
-        return KLM_WATCHER
-
-    @property
-    def namespace(self) -> str:
-        return KCP_NAMESPACE
-
-    @property
-    def manager(self) -> str:
-        return KLM_COMPONENT
-
-    @property
-    def manager_name(self) -> str:
-        return KLM_COMPONENT
-
-    @property
-    def service(self) -> Service:
-        return KLM_SERVICE
+    name: ClassVar[str] = KLM_WATCHER
+    namespace: ClassVar[str] = KCP_NAMESPACE
+    manager: ClassVar[str] = KLM_COMPONENT
+    manager_name: ClassVar[str] = KLM_COMPONENT
+    service: ClassVar[Service] = KLM_SERVICE
 
     def to_dict(self) -> dict[str, Any]:
         return klm_watcher_dict()

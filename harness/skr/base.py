@@ -10,6 +10,7 @@ so a new certificate is taken, and a metric read, the same way in both.
 from __future__ import annotations
 
 import asyncio
+from typing import TypedDict, TypeVar
 
 from harness.aio import Service
 from harness.clusters.plane import Cluster
@@ -19,6 +20,25 @@ from harness.skr.metrics import value
 from watcher import pki
 from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import FailurePolicy
+
+_Part = TypeVar("_Part")
+
+
+class _SkrRuntime(TypedDict):
+    runtime_id: str
+    skr_domain: str
+    ca: pki.CertificateAuthority
+    ca_bundle_pem: bytes
+
+
+class SkrRuntime(_SkrRuntime, total=False):
+    """What every installation mode is told about its runtime (the keyword arguments of
+    :class:`SkrInstallationBase`, which a mode passes on unchanged)."""
+
+    certificate: CertificateOverride
+    failure_policy: FailurePolicy
+    timeout_seconds: int
+    leaf: pki.Issued | None
 
 
 class SkrInstallationBase(Service):
@@ -33,11 +53,13 @@ class SkrInstallationBase(Service):
         skr_domain: str,
         ca: pki.CertificateAuthority,
         ca_bundle_pem: bytes,
-        certificate: CertificateOverride,
-        failure_policy: FailurePolicy,
-        timeout_seconds: int,
-        leaf: pki.Issued | None,
+        certificate: CertificateOverride = CertificateOverride(),  # noqa: B008 - frozen
+        failure_policy: FailurePolicy = "Ignore",
+        timeout_seconds: int = 15,
+        leaf: pki.Issued | None = None,
     ) -> None:
+        """``leaf``: the certificate KLM issued for this runtime (default: issue one from
+        ``ca`` with ``certificate`` applied)."""
         self.cluster = cluster
         self.runtime_id = runtime_id
         self.skr_domain = skr_domain
@@ -57,9 +79,13 @@ class SkrInstallationBase(Service):
     @property
     def leaf(self) -> pki.Issued:
         """The runtime certificate the webhook serves and presents to KCP."""
-        if self._leaf is None:
+        return self._installed_part(self._leaf)
+
+    def _installed_part(self, part: _Part | None) -> _Part:
+        """``part`` of the installation, which :meth:`install` makes (error until then)."""
+        if part is None:
             raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._leaf
+        return part
 
     @property
     def ca_bundle_pem(self) -> bytes:

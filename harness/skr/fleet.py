@@ -8,10 +8,9 @@ callback (``on_watchers_changed=fleet.apply_watchers``).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 
-from harness.aio import Service
+from harness.aio import Service, gather_all
 from harness.skr.errors import SkrInstallError
 from harness.skr.install import SkrInstallation
 from watcher.render.watcher_cr import Watcher
@@ -69,13 +68,9 @@ class SkrFleet(Service):
 
 
 async def _all(coros: Iterable[Awaitable[None]]) -> None:
-    """Run all; wait for every one; raise the first error (all errors if several)."""
-    tasks = list(coros)
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    errors = [r for r in results if isinstance(r, BaseException)]
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise SkrInstallError(
-            f"{len(errors)} SKRs failed:\n" + "\n".join(f"- {e}" for e in errors)
-        ) from errors[0]
+    """Run all; wait for every one; raise the error (all errors if several)."""
+    await gather_all(coros, _failed)
+
+
+def _failed(errors: list[BaseException]) -> SkrInstallError:
+    return SkrInstallError(f"{len(errors)} SKRs failed:\n" + "\n".join(f"- {e}" for e in errors))

@@ -28,19 +28,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from harness.clusters.plane import Cluster
 from harness.clusters.process import ProcessRecord
 from harness.kube import (
+    DEPLOYMENTS,
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeError,
     Obj,
-    Resource,
 )
 from harness.manifests.apply import resource_for
-from harness.skr.certs import CertificateOverride
+from harness.skr.base import SkrRuntime
 from harness.skr.cluster_calls import ApiCalls, ClusterCalls
 from harness.skr.errors import SkrInstallError, as_install_error
 from harness.skr.install import SkrInstallation
@@ -56,12 +56,10 @@ from watcher.render.skr_manifests import (
 from watcher.render.watcher_cr import Watcher
 from watcher.render.webhook_config import (
     CONFIGURATION_NAME,
-    FailurePolicy,
     ServiceTarget,
     render_webhook_configuration,
 )
 
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 VWCS = VALIDATING_WEBHOOK_CONFIGURATIONS
 VWC_KIND = VWCS.kind
 KEPT_KINDS = frozenset({"Namespace"})
@@ -97,43 +95,24 @@ class InClusterSkrInstallation(SkrInstallation):
         self,
         cluster: Cluster,
         *,
-        runtime_id: str,
-        skr_domain: str,
-        ca: pki.CertificateAuthority,
-        ca_bundle_pem: bytes,
         kcp_addr: str,
         image: str,
         contract: Contract = "v2",
-        certificate: CertificateOverride = CertificateOverride(),  # noqa: B008 - frozen
-        failure_policy: FailurePolicy = "Ignore",
-        timeout_seconds: int = 15,
         network_policies: NetworkPolicyMode = "portable",
         available_timeout: float = 120.0,
         poll_seconds: float = 0.5,
         calls: ClusterCalls | None = None,
-        leaf: pki.Issued | None = None,
+        **runtime: Unpack[SkrRuntime],
     ) -> None:
         """``kcp_addr``: ``<host address>:<gateway port>`` as the pods dial it; ``calls``:
-        the Kubernetes operations (default: the cluster's API server); ``leaf``: the
-        certificate KLM issued (default: issued here)."""
+        the Kubernetes operations (default: the cluster's API server); ``runtime``: see
+        :class:`~harness.skr.base.SkrRuntime`."""
         if not image:
             raise SkrInstallError(
                 f"SKR {cluster.name}: the in-cluster webhook needs an image; set "
                 "WATCHER_HARNESS_IMAGE (built from the Dockerfile, loaded into the cluster)"
             )
-        super().__init__(
-            cluster,
-            runtime_id=runtime_id,
-            skr_domain=skr_domain,
-            ca=ca,
-            ca_bundle_pem=ca_bundle_pem,
-            kcp_addr=kcp_addr,
-            contract=contract,
-            certificate=certificate,
-            failure_policy=failure_policy,
-            timeout_seconds=timeout_seconds,
-            leaf=leaf,
-        )
+        super().__init__(cluster, kcp_addr=kcp_addr, contract=contract, **runtime)
         self.image = image
         self.kcp_addr = kcp_addr
         self.contract: Contract = contract
@@ -149,9 +128,7 @@ class InClusterSkrInstallation(SkrInstallation):
 
     @property
     def calls(self) -> ClusterCalls:
-        if self._calls is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._calls
+        return self._installed_part(self._calls)
 
     @property
     def applied(self) -> tuple[dict[str, Any], ...]:

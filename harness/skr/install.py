@@ -27,7 +27,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from harness.clusters import ports
 from harness.clusters.plane import Cluster
@@ -35,9 +35,7 @@ from harness.clusters.process import ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.matching.objects import match_object
 from harness.skr import serving
-from harness.skr.base import SkrInstallationBase
-from harness.skr.certs import CertificateOverride
-from harness.skr.errors import SkrInstallError
+from harness.skr.base import SkrInstallationBase, SkrRuntime
 from harness.skr.objects import (
     NAMESPACE,
     SECRET_NAME,
@@ -51,7 +49,7 @@ from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess
 from watcher import pki
 from watcher.model import Contract
 from watcher.render.watcher_cr import Watcher
-from watcher.render.webhook_config import CONFIGURATION_NAME, FailurePolicy
+from watcher.render.webhook_config import CONFIGURATION_NAME
 from watcher.webhook.settings import DeliveryMode
 
 
@@ -62,16 +60,9 @@ class SkrInstallation(SkrInstallationBase):
         self,
         cluster: Cluster,
         *,
-        runtime_id: str,
-        skr_domain: str,
-        ca: pki.CertificateAuthority,
-        ca_bundle_pem: bytes,
         kcp_addr: str,
         contract: Contract = "v2",
         delivery_mode: DeliveryMode = "async",
-        certificate: CertificateOverride = CertificateOverride(),  # noqa: B008 - frozen
-        failure_policy: FailurePolicy = "Ignore",
-        timeout_seconds: int = 15,
         log_level: str = "INFO",
         extra_env: dict[str, str] | None = None,
         log_dir: Path | None = None,
@@ -79,16 +70,15 @@ class SkrInstallation(SkrInstallationBase):
         spool: bool = True,
         host_address: str = ports.LOOPBACK,
         bind_host: str | None = None,
-        leaf: pki.Issued | None = None,
         command: Sequence[str] = (),
         isolation: WebhookIsolation = "netns",
         attached: bool = True,
+        **runtime: Unpack[SkrRuntime],
     ) -> None:
         """``attached``: the SKR has a Kyma whose reconcile owns this watcher (default);
         ``False`` for an SKR provisioned without one: its Secret and ``skr-webhook``
         reach the SKR only with the first :meth:`repair` (the Kyma's reconcile), as KLM
-        installs the Runtime Watcher per Kyma. ``leaf``: the certificate KLM issued for
-        this runtime (default: issue one from ``ca`` with ``certificate`` applied);
+        installs the Runtime Watcher per Kyma (``runtime``: see :class:`SkrRuntime`);
         ``log_dir`` keeps the webhook log after uninstall (default: inside the owned
         directory, deleted with it); ``extra_env``
         adds ``WATCHER_*`` knobs (it wins, so ``WATCHER_SPOOL_DIR=""`` also turns the
@@ -97,17 +87,7 @@ class SkrInstallation(SkrInstallationBase):
         binds (default: see :func:`bind_address`); ``command``: bring your own webhook
         (any program taking upstream's environment contract, run instead of ours, in a
         network namespace of its own unless ``isolation`` is ``none``)."""
-        super().__init__(
-            cluster,
-            runtime_id=runtime_id,
-            skr_domain=skr_domain,
-            ca=ca,
-            ca_bundle_pem=ca_bundle_pem,
-            certificate=certificate,
-            failure_policy=failure_policy,
-            timeout_seconds=timeout_seconds,
-            leaf=leaf,
-        )
+        super().__init__(cluster, **runtime)
         self.host_address = host_address
         self._config = WebhookConfig(
             bind_host=bind_host or bind_address(host_address),
@@ -133,9 +113,7 @@ class SkrInstallation(SkrInstallationBase):
     @property
     def directory(self) -> Path:
         """The owned directory holding ``tls.crt``, ``tls.key``, ``ca.crt`` (and the log)."""
-        if self._directory is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._directory
+        return self._installed_part(self._directory)
 
     @property
     def tls(self) -> TlsPaths:
@@ -143,9 +121,7 @@ class SkrInstallation(SkrInstallationBase):
 
     @property
     def webhook(self) -> WebhookProcess:
-        if self._webhook is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._webhook
+        return self._installed_part(self._webhook)
 
     @property
     def webhook_port(self) -> int:
@@ -180,9 +156,7 @@ class SkrInstallation(SkrInstallationBase):
 
     @property
     def _skr(self) -> SkrObjects:
-        if self._objects is None:
-            raise SkrInstallError(f"SKR {self.cluster.name}: not installed")
-        return self._objects
+        return self._installed_part(self._objects)
 
     # -- install / uninstall ----------------------------------------------------------
 

@@ -17,13 +17,13 @@ import shutil
 import ssl
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import Incarnations, Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics
@@ -145,6 +145,7 @@ def upstream_contract(
     return env
 
 
+@dataclass(eq=False)
 class WebhookProcess(Incarnations):
     """``watcher-webhook`` for one SKR: ``start``/``stop``/``kill`` any number of times, on
     the webhook and metrics ports of the first start (ready: ``/readyz`` answers 200).
@@ -154,26 +155,19 @@ class WebhookProcess(Incarnations):
     error = WebhookProcessError
     session_timeout = aiohttp.client.DEFAULT_TIMEOUT
 
-    def __init__(
-        self,
-        name: str,
-        config: WebhookConfig,
-        tls: TlsPaths,
-        *,
-        log_path: Path,
-        ready_timeout: float = 20.0,
-        stop_timeout: float = 15.0,
-    ) -> None:
-        self.name = name
-        self.config = config
-        self.tls = tls
-        self.log_path = log_path
-        self._ready_timeout = ready_timeout
-        self._stop_timeout = stop_timeout
-        self._restarted = asyncio.Event()
+    name: str
+    config: WebhookConfig
+    tls: TlsPaths
+    _: KW_ONLY
+    log_path: Path
+    ready_timeout: float = 20.0
+    stop_timeout: float = 15.0
+    records: list[ProcessRecord] = field(default_factory=list, init=False)
+    _restarted: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    """Clear while :meth:`restart` runs: a scrape then waits for the new incarnation."""
+
+    def __post_init__(self) -> None:
         self._restarted.set()
-        """Clear while :meth:`restart` runs: a scrape then waits for the new incarnation."""
-        self.records: list[ProcessRecord] = []
 
     # -- facts ------------------------------------------------------------------------
 
@@ -203,18 +197,8 @@ class WebhookProcess(Incarnations):
             argv, probe = self._command_argv(), self._admission_probe()
         else:
             argv = [webhook_executable()]
-            probe = probes.http_probe(
-                self._session, f"{self.metrics_url}/readyz", lambda status, _: status == 200
-            )
-        process = OwnedProcess(
-            self.name,
-            argv,
-            env=env,
-            log_path=self.log_path,
-            probe=probe,
-            ready_timeout=self._ready_timeout,
-            stop_timeout=self._stop_timeout,
-        )
+            probe = probes.readyz_probe(self._session, self.metrics_url)
+        process = self._incarnation(argv, probe, env)
         self._process = process
         self.records.append(process.record)
         await process.start()
@@ -269,7 +253,7 @@ class WebhookProcess(Incarnations):
         of the new incarnation (waited for up to the ready timeout)."""
         if not self._restarted.is_set():
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._ready_timeout + self._stop_timeout):
+                async with asyncio.timeout(self.ready_timeout + self.stop_timeout):
                     await self._restarted.wait()
         if self._session is None or not self.running:
             raise WebhookProcessError(f"{self.name} is not running; cannot scrape metrics")

@@ -51,14 +51,6 @@ def established_inodes(proc: Path = procfs.PROC) -> frozenset[str]:
     return frozenset(out)
 
 
-def open_fds(pid: int) -> int | None:
-    """Entries in ``/proc/<pid>/fd``, or None if the process is gone or not ours."""
-    try:
-        return len(os.listdir(procfs.PROC / str(pid) / "fd"))
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-
-
 def fd_counts(pid: int, established: frozenset[str]) -> tuple[int | None, int | None]:
     """(open descriptors, of which ESTABLISHED TCP sockets); (None, None) if gone."""
     directory = procfs.PROC / str(pid) / "fd"

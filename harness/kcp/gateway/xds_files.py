@@ -14,7 +14,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,26 +42,18 @@ class _Xds:
     rejected: tuple[str, ...]
 
 
+@dataclass(kw_only=True, eq=False)
 class XdsFiles:
     """The xDS files of one gateway and what Envoy confirmed of them."""
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        layout: XdsLayout,
-        listener: Callable[[], GatewayListener],
-        admin: Callable[[], EnvoyAdmin],
-        timeout: float,
-        error: ErrorFactory,
-    ) -> None:
-        self.name = name
-        self.layout = layout
-        self._listener = listener
-        self._admin = admin
-        self._timeout = timeout
-        self._error = error
-        self._on_disk: dict[str, str] = {}  # file name → version_info written
+    name: str
+    layout: XdsLayout
+    listener: Callable[[], GatewayListener]
+    admin: Callable[[], EnvoyAdmin]
+    timeout: float
+    error: ErrorFactory
+    _on_disk: dict[str, str] = field(default_factory=dict, init=False)
+    """File name → the version_info written."""
 
     def write(self, file: str, content: Mapping[str, Any]) -> None:
         write_atomic(Path(self.layout.path(file)), json.dumps(content).encode(), mode=0o644)
@@ -93,36 +85,36 @@ class XdsFiles:
         elif file == self.layout.cds_file:
             prefix = "cluster_manager.cds."
         else:
-            listener = self._listener()
+            listener = self.listener()
             prefix = f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
         return _Xds(prefix + "version_text", (prefix + "update_rejected",))
 
     async def _rejections(self, file: str) -> int:
         names = self._xds(file).rejected
-        stats = await self._admin().stats("^(" + "|".join(exact(n) for n in names) + ")$")
+        stats = await self.admin().stats("^(" + "|".join(exact(n) for n in names) + ")$")
         return sum(stats.get(name, 0) for name in names)
 
     async def _confirm(self, file: str, version: str, baseline: int) -> None:
         xds = self._xds(file)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
+        deadline = loop.time() + self.timeout
         seen: str | None = None
         while True:
-            readouts = await self._admin().text_readouts(f"^{exact(xds.version)}$")
+            readouts = await self.admin().text_readouts(f"^{exact(xds.version)}$")
             seen = readouts.get(xds.version)
             if seen == version:
                 return
             if await self._rejections(file) > baseline:
-                raise self._error(
+                raise self.error(
                     GatewayUpdateRejected,
                     f"{self.name}: Envoy rejected {file} version {version}; "
                     f"still serving version {seen}",
                 )
             if loop.time() >= deadline:
-                raise self._error(
+                raise self.error(
                     GatewayUpdateTimeout,
                     f"{self.name}: {file} version {version} not applied after "
-                    f"{self._timeout:.1f} s ({xds.version} is {seen!r})",
+                    f"{self.timeout:.1f} s ({xds.version} is {seen!r})",
                 )
             await asyncio.sleep(_POLL)  # polling a condition until the deadline
 

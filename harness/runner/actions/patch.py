@@ -8,8 +8,6 @@ from harness.scenario import Patch
 
 async def run(ctx: RunContext, op: Patch) -> None:
     at = ctx.clock()
-    await ctx.session.patch(
-        op.cluster, op.resource, op.namespace, op.name, op.patch, op.subresource or ""
-    )
+    await ctx.session.patch(op)
     detail = "patch" + (f" {op.subresource}" if op.subresource else "")
     ctx.wrote(op.cluster, op.resource.resource, op.namespace, op.name, detail, at)

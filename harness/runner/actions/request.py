@@ -20,20 +20,7 @@ def description(op: Request) -> str:
 async def run(ctx: RunContext, op: Request) -> None:
     at = ctx.clock()
     started = time.monotonic()
-    if op.cluster is not None:
-        outcome = await ctx.session.request(
-            op.cluster, op.method, op.path, op.headers, op.body, to=op.to
-        )
-    else:
-        outcome = await ctx.session.request(
-            None,
-            op.method,
-            op.path,
-            op.headers,
-            op.body,
-            certificate=op.certificate or "foreign",
-            to=op.to,
-        )
+    outcome = await ctx.session.request(op)
     duration = time.monotonic() - started
     passed = op.expect.holds(outcome.status, outcome.refused)
     actual = outcome.describe()

@@ -8,7 +8,6 @@ import pytest
 
 from harness.report.plot import (
     PNG_SIGNATURE,
-    bar_chart_png,
     latency_histogram_png,
     line_chart_png,
 )
@@ -34,10 +33,7 @@ def test_identical_values_still_plot() -> None:
     assert _size(latency_histogram_png([5.0, 5.0, 5.0]))[0] == 640
 
 
-def test_generic_charts() -> None:
-    assert _size(bar_chart_png(["a", "b"], {"p50": [1, 2], "p99": [3, 4]}, title="t"))
+def test_line_chart() -> None:
     assert _size(line_chart_png([1, 2, 3], {"p99": [1, 10, 100]}, log_y=True))
     with pytest.raises(ValueError, match="2 values for 3"):
         line_chart_png([1, 2, 3], {"p99": [1, 2]})
-    with pytest.raises(ValueError, match="1 values for 2 labels"):
-        bar_chart_png(["a", "b"], {"x": [1]})

@@ -21,7 +21,7 @@ from harness.faults import Fault
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import KubeError
-from harness.scenario import ObjectWatch, ResourceRef, Selection
+from harness.scenario import ObjectWatch, Patch, ResourceRef, Selection
 
 FAIL_NAME = "fail"
 """Writing an object with this name raises, as a refused API call would."""
@@ -181,16 +181,8 @@ class FakeSession:
         self.objects[key] = obj
         return obj
 
-    async def patch(
-        self,
-        cluster: str,
-        ref: ResourceRef,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        subresource: str = "",
-    ) -> Any:
-        self._wrote("patch", cluster, namespace, name)
+    async def patch(self, op: Patch) -> Any:
+        self._wrote("patch", op.cluster, op.namespace, op.name)
         return {}
 
     async def delete(self, cluster: str, ref: ResourceRef, namespace: str, name: str) -> bool:

@@ -17,7 +17,7 @@ from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import TimelineKind
 from harness.runner import RunOptions, plan_scenario, run_scenario
 from harness.runner.session import HttpOutcome, LiveSession, request_body, send_request
-from harness.scenario import ScenarioError, loads_scenario
+from harness.scenario import Request, ScenarioError, loads_scenario
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
@@ -31,22 +31,12 @@ class RequestSession(FakeSession):
     certificates: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
 
-    async def request(
-        self,
-        cluster: str | None,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: Mapping[str, Any] | str | None,
-        *,
-        certificate: str = "foreign",
-        to: str = "gateway",
-    ) -> HttpOutcome:
-        self.sent.append((cluster, method, path, dict(headers), body))
-        self.certificates.append(certificate)
-        self.targets.append(to)
-        if self.outcome.status == 200 and cluster is not None:
-            self.events.append(event("lifecycle-manager", f"runtime-{cluster}", "ns", "obj"))
+    async def request(self, op: Request) -> HttpOutcome:
+        self.sent.append((op.cluster, op.method, op.path, dict(op.headers), op.body))
+        self.certificates.append(op.certificate or "foreign")
+        self.targets.append(op.to)
+        if self.outcome.status == 200 and op.cluster is not None:
+            self.events.append(event("lifecycle-manager", f"runtime-{op.cluster}", "ns", "obj"))
         return self.outcome
 
 

@@ -23,10 +23,10 @@ from harness.clusters.kubeconfig_backend import KubeconfigBackend
 from harness.clusters.ownership import ALL_KINDS, inventory
 from harness.clusters.plane import Cluster, Environment, LocalBackend
 from harness.clusters.selection import ClusterTarget
-from harness.kube import NAMESPACES, get, merge_patch
+from harness.kube import DEPLOYMENTS, NAMESPACES, get, merge_patch
 from harness.manifests.apply import resource_for
 from harness.skr.errors import SkrInstallError
-from harness.skr.in_cluster import DEPLOYMENTS, VWCS, InClusterSkrInstallation
+from harness.skr.in_cluster import VWCS, InClusterSkrInstallation
 from watcher import pki
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher
 

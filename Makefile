@@ -104,11 +104,12 @@ e2e-klm: binaries
 		|| { echo "e2e-klm: scenarios FAILED; report: $(REPORT_DIR)/klm-scenarios/index.html"; exit 1; }
 
 # The e2e tests and the scenario library in one session: one queue for the workers, the
-# longest items first (harness/runner/ordering.py); each worker's scenarios share their API
+# longest items first (harness/runner/ordering.py; --maxschedchunk 1: xdist hands them out
+# one by one, not six at once per worker); each worker's scenarios share their API
 # servers, reset in between (--cluster-pool, harness/clusters/pool.py).
 e2e: binaries
 	@mkdir -p $(REPORT_DIR)
-	$(VENV)/bin/pytest -n $(E2E_WORKERS) -q -m e2e tests scenarios/ --cluster-pool \
+	$(VENV)/bin/pytest -n $(E2E_WORKERS) --maxschedchunk 1 -q -m e2e tests scenarios/ --cluster-pool \
 		--junitxml=$(REPORT_DIR)/e2e-junit.xml --scenario-report-dir=$(REPORT_DIR)/scenarios \
 		|| { echo "e2e: FAILED; scenario report: $(REPORT_DIR)/scenarios/index.html"; exit 1; }
 	@echo "e2e: all flows and scenarios passed"

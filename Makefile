@@ -6,9 +6,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 XDIST  ?= auto
-# e2e items mostly wait on processes: four at a time keep two cores ~80 % busy; items that
-# measure latency run alone (harness/runner/exclusive.py).
-E2E_WORKERS ?= 4
+# e2e items mostly wait on processes: with clusters from each worker's pool, five at a time
+# keep two cores ~70 % busy; items that measure latency run beside at most one other, first
+# (harness/runner/exclusive.py, ordering.py).
+E2E_WORKERS ?= 5
 REPORT_DIR ?= reports
 
 .PHONY: setup lint test e2e e2e-tests e2e-scenarios e2e-byo e2e-klm binaries bench soak up clean help

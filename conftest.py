@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,18 @@ _durations: dict[str, float] = {}
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m e2e`` (``make e2e``) a test module that never names the marker is not even
+    imported: each of the workers collected all ~1,700 tests to keep ~110, 15 s on 2 cores
+    before the first item started."""
+    name = collection_path.name
+    if config.getoption("markexpr") != "e2e" or not (
+        name.startswith("test_") and name.endswith(".py")
+    ):
+        return None
+    return True if b"e2e" not in collection_path.read_bytes() else None
 
 
 @pytest.hookimpl(trylast=True)

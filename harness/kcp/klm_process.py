@@ -30,7 +30,8 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from harness.clusters import ports, probes
-from harness.clusters.process import CountingIncarnations, ProcessRecord
+from harness.clusters.incarnations import CountingIncarnations
+from harness.clusters.process import ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record

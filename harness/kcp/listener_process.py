@@ -32,7 +32,8 @@ import aiohttp
 
 from harness.aio import spawn, stop_tasks
 from harness.clusters import ports, probes
-from harness.clusters.process import CountingIncarnations, OwnedProcess, Probe
+from harness.clusters.incarnations import CountingIncarnations
+from harness.clusters.process import OwnedProcess, Probe
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
 from harness.kcp.listeners import Implementation

@@ -23,7 +23,8 @@ from pathlib import Path
 import aiohttp
 
 from harness.clusters import ports, probes
-from harness.clusters.process import Incarnations, Probe, ProcessRecord
+from harness.clusters.incarnations import Incarnations
+from harness.clusters.process import Probe, ProcessRecord
 from harness.clusters.selection import WebhookIsolation
 from harness.skr.errors import WebhookProcessError
 from harness.skr.metrics import parse_metrics

@@ -1,0 +1,149 @@
+"""One program run again and again on the same ports: the owners fault scenarios stop,
+kill and start (the listener, KLM and webhook processes), each run an
+:class:`~harness.clusters.process.OwnedProcess`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import aiohttp
+
+from harness.aio import Service
+from harness.clusters.ports import start_on_free_ports
+from harness.clusters.process import LOG_TAIL_LINES, OwnedProcess, Probe
+from harness.errors import ProcessError
+from harness.expect.prom import Sample, parse_samples, sample_sum
+
+logger = logging.getLogger("harness.clusters.process")
+
+
+class Incarnations(Service):
+    """One program run again and again on the ports its first run picked, so that what
+    points at them (a gateway route, a webhook configuration) stays valid while fault
+    scenarios stop, kill and start it.
+
+    A subclass says which ports a run needs (:meth:`_fresh_ports`; called again when
+    another process took one before the bind) and how one run starts (:meth:`_run`: ready
+    when it returns, :attr:`_process` set) and stops (:meth:`stop`); :attr:`_session`, for
+    probes and scrapes, lives as long as the object.
+    """
+
+    name: str
+    log_path: Path
+    ready_timeout: float
+    stop_timeout: float
+    error: type[Exception] = ProcessError
+    """What the subclass raises when a call needs the other state."""
+    session_timeout = aiohttp.ClientTimeout(total=5)
+    _process: OwnedProcess | None = None
+    _session: aiohttp.ClientSession | None = None
+    _ports: tuple[int, ...] = ()
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.running
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self.running else None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return self._process.log_tail(lines) if self._process is not None else ""
+
+    def _port(self, index: int) -> int:
+        """Port ``index`` in the order :meth:`_fresh_ports` gives them."""
+        if not self._ports:
+            raise self.error(f"{self.name} has not been started yet")
+        return self._ports[index]
+
+    def _fresh_ports(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _incarnation(
+        self,
+        argv: Sequence[str],
+        probe: Probe,
+        env: Mapping[str, str] | None,
+        *,
+        stdout_pipe: bool = False,
+    ) -> OwnedProcess:
+        """The next run's process, under this object's name, log and timeouts."""
+        return OwnedProcess(
+            self.name,
+            argv,
+            log_path=self.log_path,
+            probe=probe,
+            ready_timeout=self.ready_timeout,
+            stop_timeout=self.stop_timeout,
+            env=env,
+            stdout_pipe=stdout_pipe,
+        )
+
+    async def _run(self) -> None:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """Start the next run; the first picks the ports (fresh ones again while another
+        process takes one before the bind)."""
+        if self.running:
+            raise self.error(f"{self.name} is already running (pid {self.pid})")
+        if self._session is None:
+            self.stack.callback(setattr, self, "_session", None)
+            session = aiohttp.ClientSession(timeout=self.session_timeout)
+            self._session = await self.stack.enter_async_context(session)
+        if self._ports:
+            await self._run()
+            return
+
+        async def on_fresh_ports() -> None:
+            self._ports = self._fresh_ports()
+            await self._run()
+
+        try:
+            await start_on_free_ports(on_fresh_ports)
+        except BaseException:
+            self._ports = ()
+            raise
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+
+class CountingIncarnations(Incarnations):
+    """Incarnations whose Prometheus counters are read over all of them: the last scrape of
+    each is kept (a new one starts its counters at 0), and a metric is their sum.
+
+    A subclass appends ``[]`` to :attr:`_scraped` once an incarnation is ready, scrapes
+    (:meth:`_scrape`) before it stops one, and names its ``/metrics`` (:meth:`_metrics_url`).
+    """
+
+    _scraped: list[list[Sample]]
+    """The last scrape of every incarnation, oldest first."""
+
+    def _metrics_url(self) -> str | None:
+        """Where the running incarnation serves ``/metrics`` (None: they are not read)."""
+        raise NotImplementedError
+
+    async def _scrape(self) -> None:
+        """Refresh the running incarnation's samples (kept when scraping fails)."""
+        url = self._metrics_url()
+        if url is None or self._session is None or not self.running or not self._scraped:
+            return
+        try:
+            async with self._session.get(url) as response:
+                text = await response.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            logger.warning("%s: scraping %s failed: %s", self.name, url, exc)
+            return
+        if response.status == 200:
+            self._scraped[-1] = parse_samples(text)
+
+    async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """A metric now: the series whose labels include ``labels``, summed, over every
+        incarnation (0 when absent)."""
+        await self._scrape()
+        wanted = dict(labels or {})
+        return sum(sample_sum(samples, name, wanted) for samples in self._scraped)

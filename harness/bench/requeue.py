@@ -263,6 +263,27 @@ class ModeResult:
     """Every reconcile the loop ran, warm-up and tail included: the benchmark's cost."""
 
 
+def _advance(
+    queue: WorkQueue[int],
+    running: list[tuple[float, int, int]],
+    arrivals: deque[tuple[float, int]],
+    now: float,
+    interval: float,
+) -> int:
+    """Up to ``now``: finished reconciles requeue their Kyma after ``interval``, arrived
+    events enqueue theirs. Returns how many workers became idle."""
+    freed = 0
+    while running and running[0][0] <= now:
+        _, _, kyma = heapq.heappop(running)
+        queue.add_after(kyma, Trigger.REQUEUE_TIMER, now + interval)
+        queue.done(kyma)
+        freed += 1
+    while arrivals and arrivals[0][0] <= now:
+        _, kyma = arrivals.popleft()
+        queue.add(kyma, Trigger.WATCH_EVENT, now)
+    return freed
+
+
 def simulate(
     trace: Trace, mode: Mode, settings: SimSettings = SimSettings(), *, span: float | None = None
 ) -> ModeResult:
@@ -317,14 +338,7 @@ def simulate(
         if following > stop:
             break
         now = max(now, following)
-        while running and running[0][0] <= now:
-            _, _, kyma = heapq.heappop(running)
-            queue.add_after(kyma, Trigger.REQUEUE_TIMER, now + mode.interval)
-            queue.done(kyma)
-            idle += 1
-        while arrivals and arrivals[0][0] <= now:
-            _, kyma = arrivals.popleft()
-            queue.add(kyma, Trigger.WATCH_EVENT, now)
+        idle += _advance(queue, running, arrivals, now, mode.interval)
     busy = reconciles * d / span
     reactions += [math.inf] * unreacted
     return ModeResult(

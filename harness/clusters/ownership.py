@@ -31,6 +31,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.errors import ClusterError
 from harness.kube import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
     CONFIG_MAPS,
     CRDS,
     DEPLOYMENTS,
@@ -39,9 +41,12 @@ from harness.kube import (
     MANIFESTS,
     MODULE_RELEASE_METAS,
     MODULE_TEMPLATES,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
     NAMESPACES,
     NETWORK_POLICIES,
     PRIORITY_CLASSES,
+    ROLE_BINDINGS,
+    ROLES,
     SECRETS,
     SERVICE_ACCOUNTS,
     SERVICES,
@@ -67,13 +72,11 @@ RUN_LABEL = "watcher-harness.kyma-project.io/run"
 
 CLUSTER_SCOPED: tuple[Resource, ...] = (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
-    Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-             "MutatingWebhookConfiguration", namespaced=False),
-    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
-             namespaced=False),
-    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
     PRIORITY_CLASSES,  # the in-cluster webhook's skr-webhook-priority
-)  # fmt: skip
+)
 """Cluster-scoped kinds the harness or its manifests create (besides namespaces and CRDs)."""
 
 NAMESPACED: tuple[Resource, ...] = (
@@ -87,8 +90,8 @@ NAMESPACED: tuple[Resource, ...] = (
     DEPLOYMENTS,
     SERVICES,
     NETWORK_POLICIES,
-    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    ROLE_BINDINGS,
+    ROLES,
     SERVICE_ACCOUNTS,
     SECRETS,
     CONFIG_MAPS,

@@ -63,10 +63,11 @@ from harness.kcp.listeners import ManagerListener
 from harness.kcp.sidecar import ListenerSidecar
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
+    CERTIFICATES,
     GATEWAYS,
+    ISSUERS,
     SECRETS,
     WATCHERS,
-    Resource,
     create_or_replace,
     ensure_namespace,
     get,
@@ -90,8 +91,6 @@ OUR_KLM_CRDS = tuple(FIXTURES / f"{n}.yaml" for n in ("kyma", "watcher", "catalo
 PLATFORM_CRDS = (FIXTURES / "istio.yaml", FIXTURES.parent / "platform" / "cert-manager.yaml")
 """Istio's (as the in-process KLM's KCP has) and cert-manager's: never in the rendered KCP
 manifests (``fixtures/platform``: schemaless, they would replace a real cert-manager's)."""
-CERTIFICATES = Resource("cert-manager.io", "v1", "certificates", "Certificate")
-ISSUERS = Resource("cert-manager.io", "v1", "issuers", "Issuer")
 WEBHOOK_IMAGES = ("runtime-watcher", "skr-webhook", "watcher-webhook")
 """Image repositories (last path segment) the kubelet runs as the SKR webhook."""
 INSTANCE_ID_LABEL = "kyma-project.io/instance-id"

@@ -140,6 +140,25 @@ MODULE_RELEASE_METAS = Resource(
     "operator.kyma-project.io", "v1beta2", "modulereleasemetas", "ModuleReleaseMeta"
 )
 MANIFESTS = Resource("operator.kyma-project.io", "v1beta2", "manifests", "Manifest")
+PODS = Resource("", "v1", "pods", "Pod")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+)
+MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    namespaced=False,
+)
+CERTIFICATES = Resource("cert-manager.io", "v1", "certificates", "Certificate")
+ISSUERS = Resource("cert-manager.io", "v1", "issuers", "Issuer")
+"""The one catalog of the kinds the harness reads and writes (Kubernetes', Kyma's, Istio's,
+cert-manager's)."""
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

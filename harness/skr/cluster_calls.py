@@ -12,10 +12,8 @@ from typing import Any, Protocol
 from kubernetes_asyncio.client import ApiClient
 
 from harness import kube
-from harness.kube import KubeError, Obj, Resource, merge_patch, request
+from harness.kube import PODS, KubeError, Obj, Resource, merge_patch, request
 from harness.manifests.apply import apply_object
-
-PODS = Resource("", "v1", "pods", "Pod")
 
 
 class ClusterCalls(Protocol):

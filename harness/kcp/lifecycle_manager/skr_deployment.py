@@ -28,11 +28,11 @@ from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.skr_webhook import runtime_identity
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
+    DEPLOYMENTS,
     GATEWAYS,
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
     KubeError,
-    Resource,
     delete,
     get,
 )
@@ -55,7 +55,6 @@ Obj = Mapping[str, Any]
 IMAGE_REPOSITORY: Final = "europe-docker.pkg.dev/kyma-project/prod/runtime-watcher"
 GATEWAY: Final = ("klm-watcher", KCP_NAMESPACE)
 """KLM's Gateway: its host and port are the KCP address the SKR webhooks dial."""
-DEPLOYMENTS: Final = Resource("apps", "v1", "deployments", "Deployment")
 RESTART_ANNOTATION: Final = "operator.kyma-project.io/pod-restart-trigger"
 KEPT_KINDS: Final = frozenset({"Namespace", "PriorityClass"})
 

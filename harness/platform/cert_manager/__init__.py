@@ -3,11 +3,7 @@
 give them. ``spec`` reads, ``signing`` makes keys and certificates, ``decisions`` decides
 (all three pure); ``controller`` is the only part that talks to the API server."""
 
-from harness.platform.cert_manager.controller import (
-    CERTIFICATES,
-    ISSUERS,
-    CertManager,
-    CertManagerError,
-)
+from harness.kube import CERTIFICATES, ISSUERS
+from harness.platform.cert_manager.controller import CertManager, CertManagerError
 
 __all__ = ["CERTIFICATES", "ISSUERS", "CertManager", "CertManagerError"]

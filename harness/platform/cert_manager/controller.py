@@ -27,7 +27,7 @@ from kubernetes_asyncio.client import ApiClient
 from harness import kube
 from harness.aio import Service
 from harness.errors import HarnessError
-from harness.kube import Obj, Resource
+from harness.kube import CERTIFICATES, ISSUERS, Obj, Resource
 from harness.kube.watch import watch_objects
 from harness.platform.cert_manager import decisions as d
 from harness.platform.cert_manager import spec
@@ -35,8 +35,6 @@ from harness.platform.cert_manager.signing import issue, key_fits
 
 logger = logging.getLogger("harness.platform.cert_manager")
 
-CERTIFICATES: Final = Resource("cert-manager.io", "v1", "certificates", "Certificate")
-ISSUERS: Final = Resource("cert-manager.io", "v1", "issuers", "Issuer")
 RETRY_MAX: Final = 30.0
 TIMER_SLACK: Final = 0.05
 """Seconds a renewal timer fires after the renewal time (which is whole seconds)."""

@@ -22,7 +22,7 @@ from harness import kube
 from harness.aio import Service, spawn, stop_tasks
 from harness.clusters.process import ProcessRecord
 from harness.errors import HarnessError
-from harness.kube import DEPLOYMENTS, SERVICES
+from harness.kube import DEPLOYMENTS, ENDPOINT_SLICES, SERVICES
 from harness.kube.watch import watch_objects
 from harness.platform.kubelet import pods as plans
 from harness.platform.kubelet import status
@@ -32,7 +32,6 @@ from harness.platform.kubelet.proxy import Proxy
 logger = logging.getLogger("harness.platform.kubelet")
 T = TypeVar("T")
 
-ENDPOINT_SLICES = kube.Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 WATCHED = (DEPLOYMENTS, SERVICES, kube.SECRETS, ENDPOINT_SLICES)
 
 

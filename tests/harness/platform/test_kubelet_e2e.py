@@ -23,10 +23,9 @@ from harness.clusters import procfs
 from harness.clusters.binaries import Binaries
 from harness.clusters.plane import LocalBackend
 from harness.conformance.kcp_stub import KcpStub
-from harness.kube import DEPLOYMENTS, SERVICES
+from harness.kube import DEPLOYMENTS, ENDPOINT_SLICES, SERVICES
 from harness.manifests.apply import apply_object
 from harness.platform.kubelet import Kubelet
-from harness.platform.kubelet.controller import ENDPOINT_SLICES
 from harness.skr.certs import issue_webhook_certificate
 from harness.skr.metrics import parse_metrics, value
 from harness.skr.webhook import webhook_executable

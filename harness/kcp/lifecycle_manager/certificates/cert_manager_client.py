@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from typing import Any, Final
+from typing import Any
 
 from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
@@ -29,7 +29,15 @@ from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUB
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
-from harness.kube import SECRETS, KubeError, Resource, create_or_replace, delete, get, merge_patch
+from harness.kube import (
+    CERTIFICATES,
+    SECRETS,
+    KubeError,
+    create_or_replace,
+    delete,
+    get,
+    merge_patch,
+)
 from watcher.domain import (
     CA_ADDED_ANNOTATION,
     CERT_MANAGER_PURPOSE,
@@ -43,8 +51,6 @@ from watcher.errors import CertificateError
 from watcher.pki import WEBHOOK_SERVICE_SANS
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
-
-CERTIFICATES: Final = Resource("cert-manager.io", "v1", "certificates", "Certificate")
 
 
 class CertificatePending(WatcherPending):

@@ -48,9 +48,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             timeout = float(scenario.timeout)
         return ordering.estimate(recorded.get(item.nodeid), timeout)
 
-    items[:] = ordering.longest_first(
-        items, expected, first=lambda item: item.get_closest_marker("exclusive") is not None
-    )
+    items[:] = ordering.longest_first(items, expected, first=_exclusive)
+    _exclusive_items.update(item.nodeid for item in items if _exclusive(item))
+
+
+def _exclusive(item: pytest.Item) -> bool:
+    return item.get_closest_marker("exclusive") is not None
+
+
+_exclusive_items: set[str] = set()
+"""The run's items that bound a latency: no other item starts before they all have."""
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -74,8 +81,13 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         return
     directory = lock_dir(str(workerinput["testrunuid"]))
     worker = int(workerinput["workerid"].removeprefix("gw"))
-    exclusive = item.get_closest_marker("exclusive") is not None
-    with turn(directory, worker, exclusive=exclusive):
+    with turn(
+        directory,
+        worker,
+        exclusive=_exclusive(item),
+        item=item.nodeid,
+        exclusive_items=_exclusive_items,
+    ):
         yield
 
 

@@ -6,8 +6,13 @@ The workers of one run share a small state file (under ``flock``): which worker 
 item, whether it is exclusive, which exclusive items wait. :func:`may_start` decides, as
 a pure function: while an exclusive item runs, at most two items run (two exclusive ones
 may run together); an exclusive item starts when at most one other runs; while one waits,
-no other item starts, so it is not starved. A worker that died leaves nothing behind: its
-entry is dropped when its process is gone.
+no other item starts, so it is not starved. The exclusive items of a run go first
+(:mod:`harness.runner.ordering`) and no other item starts before all of them have
+started: otherwise whichever worker came up first began a long item, and the exclusive
+ones waited for it with the other workers idle (CI, 2026-11-28: the first of them started
+at 32 s, the last at 70 s). A worker that died leaves nothing behind: its entry is dropped
+when its process is gone; and an item waits for unstarted exclusive ones at most
+:data:`EXCLUSIVE_FIRST_S`.
 
 What measures latency: a scenario with a ``latency`` bound or a ``writes`` p50/p99/max
 (:func:`measures_latency`), or a test marked ``@pytest.mark.exclusive``.
@@ -53,17 +58,26 @@ def lock_dir(run_id: str) -> Path:
 
 BESIDE = 1
 """How many other items may run beside one that measures latency."""
+EXCLUSIVE_FIRST_S = 600.0
+"""How long an item waits for exclusive items that have not started (one never would if
+its worker died before it and xdist did not hand it to another)."""
 
 
 def may_start(
-    running: Mapping[int, bool], waiting: Set[int], worker: int, *, exclusive: bool
+    running: Mapping[int, bool],
+    waiting: Set[int],
+    worker: int,
+    *,
+    exclusive: bool,
+    unstarted: int = 0,
 ) -> bool:
     """Whether ``worker`` may start its item, given the items ``running`` (worker →
-    exclusive?) and the exclusive items ``waiting``."""
+    exclusive?), the exclusive items ``waiting`` and how many exclusive items of the run
+    have not started yet."""
     after = {**running, worker: exclusive}
     if any(after.values()) and len(after) > BESIDE + 1:
         return False
-    return exclusive or not (waiting - {worker})
+    return exclusive or not (waiting - {worker} or unstarted)
 
 
 def _alive(pid: int) -> bool:
@@ -83,7 +97,10 @@ def _state(path: Path) -> Iterator[dict[str, Any]]:
         fcntl.flock(file, fcntl.LOCK_EX)
         file.seek(0)
         text = file.read()
-        state: dict[str, Any] = json.loads(text) if text else {"running": {}, "waiting": {}}
+        state: dict[str, Any] = json.loads(text) if text else {}
+        state.setdefault("running", {})
+        state.setdefault("waiting", {})
+        state.setdefault("started", [])
         for table in ("running", "waiting"):  # entries of workers that died
             state[table] = {w: e for w, e in state[table].items() if _alive(e["pid"])}
         yield state
@@ -93,19 +110,32 @@ def _state(path: Path) -> Iterator[dict[str, Any]]:
 
 
 @contextmanager
-def turn(directory: Path, worker: int, *, exclusive: bool) -> Iterator[None]:
+def turn(
+    directory: Path,
+    worker: int,
+    *,
+    exclusive: bool,
+    item: str = "",
+    exclusive_items: Set[str] = frozenset(),
+) -> Iterator[None]:
     """Run worker ``worker``'s item in its turn: beside anything, or, if ``exclusive``,
-    beside at most one other item."""
+    beside at most one other item; ``exclusive_items`` (ids) start before the others."""
     path = directory / "turns.json"
     me = {"pid": os.getpid(), "exclusive": exclusive}
     key = str(worker)
+    patience = time.monotonic() + EXCLUSIVE_FIRST_S
     while True:
         with _state(path) as state:
             running = {int(w): e["exclusive"] for w, e in state["running"].items()}
             waiting = {int(w) for w in state["waiting"]}
-            if may_start(running, waiting, worker, exclusive=exclusive):
+            unstarted = len(exclusive_items - set(state["started"]))
+            if time.monotonic() > patience:
+                unstarted = 0
+            if may_start(running, waiting, worker, exclusive=exclusive, unstarted=unstarted):
                 state["running"][key] = me
                 state["waiting"].pop(key, None)
+                if exclusive:
+                    state["started"].append(item)
                 break
             if exclusive:
                 state["waiting"][key] = me

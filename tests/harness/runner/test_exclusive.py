@@ -76,3 +76,30 @@ def test_a_waiting_exclusive_item_is_not_overtaken() -> None:
     assert not may_start({0: False}, {2}, 1, exclusive=False)
     assert may_start({0: False}, {2}, 2, exclusive=True)
     assert not may_start({0: False, 1: False}, {2}, 2, exclusive=True)  # waits for one
+
+
+def test_nothing_else_starts_before_every_exclusive_item_has() -> None:
+    assert not may_start({}, set(), 3, exclusive=False, unstarted=1)
+    assert may_start({0: True}, set(), 1, exclusive=True, unstarted=1)
+    assert may_start({0: True}, set(), 1, exclusive=False, unstarted=0)
+
+
+def test_a_worker_that_came_up_first_waits_for_the_exclusive_items(tmp_path: Path) -> None:
+    """Worker 1's ordinary item comes first but waits until worker 0's exclusive item has
+    started (and, beside it, may then run)."""
+    log: list[str] = []
+    ids = {"excl"}
+
+    def item(name: str, worker: int, exclusive: bool, delay: float) -> None:
+        time.sleep(delay)
+        with turn(tmp_path, worker, exclusive=exclusive, item=name, exclusive_items=ids):
+            log.append(f"{name} in")
+            time.sleep(0.2)
+
+    ordinary = threading.Thread(target=item, args=("ordinary", 1, False, 0.0))
+    exclusive = threading.Thread(target=item, args=("excl", 0, True, 0.3))
+    for t in (ordinary, exclusive):
+        t.start()
+    for t in (ordinary, exclusive):
+        t.join(timeout=5)
+    assert log == ["excl in", "ordinary in"]

@@ -333,11 +333,12 @@ class KubeApiServer(Service):
         await self.stop()
         await self.start()
 
-    def kubeconfig_text(self, *, embed: bool) -> str:
-        """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data."""
+    def kubeconfig_text(self, *, embed: bool, name: str | None = None) -> str:
+        """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data;
+        its cluster and context are called ``name`` (default: this server's)."""
         assert self.files is not None and self.url, "the API server has not been started"
         return render_kubeconfig(
-            self.name,
+            name or self.name,
             self.url,
             ca_file=self.files.ca_file,
             client_cert_file=self.files.client_cert_file,

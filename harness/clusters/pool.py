@@ -49,10 +49,10 @@ from harness.clusters.apiserver import CRDS_PATH, KubeApiServer
 from harness.clusters.binaries import Binaries
 from harness.clusters.etcd import Etcd
 from harness.clusters.etcd_keys import EtcdKeys, reset_plan
-from harness.clusters.kubeconfig import render_kubeconfig
 from harness.clusters.plane import ApiServerControl, Cluster, Environment, validate_cluster_names
 from harness.clusters.probes import http_get
 from harness.errors import ClusterError
+from harness.kube.crds import is_established
 
 logger = logging.getLogger("harness.clusters.pool")
 
@@ -154,19 +154,22 @@ class ClusterPool:
             else:
                 missing[name] = crds
         try:
-            started = await asyncio.gather(*(self._new(crds) for crds in missing.values()))
+            etcd_url = await self._etcd_url() if missing else ""  # one etcd, before the servers
+            started = await asyncio.gather(
+                *(self._new(crds, etcd_url) for crds in missing.values())
+            )
         except BaseException:
             await asyncio.gather(*(self.give_back(p) for p in chosen.values()))
             raise
         chosen.update(zip(missing, started, strict=True))
         return chosen
 
-    async def _new(self, crds: Sequence[Obj]) -> PooledServer:
+    async def _new(self, crds: Sequence[Obj], etcd_url: str) -> PooledServer:
         name = f"pool-{next(self._numbers)}"
         server = KubeApiServer(
             self.binaries.kube_apiserver,
             name=name,
-            etcd_url=await self._etcd_url(),
+            etcd_url=etcd_url,
             log_path=self.log_dir / f"kube-apiserver-{name}.log",
             ready_timeout=self.ready_timeout,
             crds=crds,
@@ -194,13 +197,7 @@ class ClusterPool:
         if status != 200:
             raise ClusterError(f"kube-apiserver[{server.name}]: listing CRDs: {status}")
         items = json.loads(body).get("items") or []
-        established = all(
-            any(
-                c.get("type") == "Established" and c.get("status") == "True"
-                for c in (crd.get("status") or {}).get("conditions") or []
-            )
-            for crd in items
-        )
+        established = all(is_established(crd) for crd in items)
         return {crd["metadata"]["name"]: crd["spec"] for crd in items}, established
 
     async def _established_specs(self, server: KubeApiServer, count: int) -> dict[str, Any]:
@@ -344,17 +341,7 @@ class PooledBackend:
         files = server.files
         assert files is not None
         kubeconfig = workdir / f"kubeconfig-{name}"
-        text = {
-            embed: render_kubeconfig(
-                name,
-                server.url,
-                ca_file=files.ca_file,
-                client_cert_file=files.client_cert_file,
-                client_key_file=files.client_key_file,
-                embed=embed,
-            )
-            for embed in (False, True)
-        }
+        text = {embed: server.kubeconfig_text(embed=embed, name=name) for embed in (False, True)}
         kubeconfig.write_text(text[False], encoding="utf-8")
         return Cluster(
             name=name,

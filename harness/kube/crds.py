@@ -43,7 +43,8 @@ def _established_condition(crd: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def _established(crd: Mapping[str, Any]) -> bool:
+def is_established(crd: Mapping[str, Any]) -> bool:
+    """Whether ``crd`` (as read from the API) is Established."""
     return _established_condition(crd) is not None
 
 
@@ -77,7 +78,7 @@ async def wait_established(
     for name in names:
         while True:
             crd = await get(api, CRDS, name)
-            if crd is not None and _established(crd):
+            if crd is not None and is_established(crd):
                 break
             if time.monotonic() >= deadline:
                 conditions = (crd or {}).get("status", {}).get("conditions")

@@ -258,14 +258,10 @@ def kubeconfig(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
 
 
 def _env_kubeconfig(env: str, cluster: str) -> Path:
-    from harness.cli.up_state import owner_alive, state_file  # heavy: only for --env
+    from harness.cli.up import running
 
-    path = state_file(env)
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        state = None
-    if not isinstance(state, dict) or not owner_alive(state):
+    state = running(env)
+    if state is None:
         raise UsageError(f"--env {env}: no such environment is up (`watcher-harness up --detach`)")
     kubeconfigs: dict[str, str] = state.get("kubeconfigs") or {}
     if cluster not in kubeconfigs:

@@ -5,10 +5,9 @@ metrics, found through the environment's state file)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from harness.cli.up_state import owner_alive, state_file
+from harness.cli.up import running
 from watcher.health import cli as health_cli
 
 
@@ -21,9 +20,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = state_file(args.name)
-    state = json.loads(path.read_text()) if path.exists() else None
-    if state is None or not owner_alive(state):
+    state = running(args.name)
+    if state is None:
         print(
             f"watcher-harness: no environment {args.name!r} is up; "
             "`watcher-harness up --detach` starts one",

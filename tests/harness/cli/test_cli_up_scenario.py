@@ -23,7 +23,7 @@ from harness.cli.up_plan import (
     modules_line,
     scenario_plan,
 )
-from harness.cli.up_state import state_file
+from harness.cli.up import state_file
 from harness.clusters.selection import BackendChoice
 from harness.runner.spec import environment_spec
 from harness.scenario import load_scenario

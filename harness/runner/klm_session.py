@@ -46,17 +46,13 @@ from harness.kcp.gateway.routes import wait_route
 from harness.kcp.tls_secret import tls_data
 from harness.kube import SECRETS, WATCHERS, create_or_replace, delete, ensure_namespace, get
 from harness.report.model import ProcessRecordLike
-from harness.runner.cluster_session import ClusterSession, reconciles_seen
 from harness.runner.session import (
+    ClusterSession,
     FaultPort,
-    HttpOutcome,
     Session,
     WatcherPort,
-    client_context,
-    probe_certificate,
-    send_request,
+    reconciles_seen,
 )
-from harness.scenario import Request
 from harness.skr.metrics import parse_metrics, value
 from watcher import pki
 from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE, SKR_NAMESPACE
@@ -196,29 +192,27 @@ class KlmSession(ClusterSession):
             raise FaultError(f"request: no Secret {namespace}/{name} in {cluster}")
         return tls_data(secret)
 
-    async def request(self, op: Request) -> HttpOutcome:
+    async def target(self, to: str, path: str) -> tuple[str, bytes]:
+        """Listeners in plain HTTP, as behind their sidecars; the KLM's is its process's."""
         trusted = (await self._secret("kcp", GATEWAY_SECRET_NAME, ISTIO_NAMESPACE))["ca.crt"]
-        url = f"{self.env.gateway.url}{op.path}"
-        if op.to != "gateway":
-            kind, _, component = op.to.partition("/")
-            host = self.env.listeners.get(component) if kind == "listener" else None
-            if kind == "listener" and component == KLM_LISTENER and self.env.klm.running:
-                url = f"http://127.0.0.1:{self.env.klm.listener_port}{op.path}"
-            elif host is not None and host.running:
-                url = f"{host.url}{op.path}"  # plain HTTP, as behind its sidecar
-            else:
-                raise FaultError(f"request target {op.to!r}: no running listener {component!r}")
-        if op.cluster is not None:
-            data = await self._secret(op.cluster, TLS_SECRET, SKR_NAMESPACE)
-            cert_pem, key_pem = data["tls.crt"], data["tls.key"]
-        else:
-            ca_data = await self._secret("kcp", CA_SECRET, ISTIO_NAMESPACE)
-            ca = pki.load_issued(ca_data["tls.crt"], ca_data["tls.key"], CA_SECRET)
-            authority = pki.CertificateAuthority(ca.certificate, ca.key)
-            leaf = probe_certificate(authority, op.certificate or "foreign")
-            cert_pem, key_pem = leaf.cert_pem, leaf.key_pem
-        context = client_context(trusted, cert_pem, key_pem)
-        return await send_request(url, context, op.method, op.headers, op.body)
+        if to == "gateway":
+            return f"{self.env.gateway.url}{path}", trusted
+        kind, _, component = to.partition("/")
+        host = self.env.listeners.get(component) if kind == "listener" else None
+        if kind == "listener" and component == KLM_LISTENER and self.env.klm.running:
+            return f"http://127.0.0.1:{self.env.klm.listener_port}{path}", trusted
+        if host is not None and host.running:
+            return f"{host.url}{path}", trusted
+        raise FaultError(f"request target {to!r}: no running listener {component!r}")
+
+    async def client_pair(self, cluster: str) -> tuple[bytes, bytes]:
+        data = await self._secret(cluster, TLS_SECRET, SKR_NAMESPACE)
+        return data["tls.crt"], data["tls.key"]
+
+    async def client_ca(self) -> pki.CertificateAuthority:
+        ca_data = await self._secret("kcp", CA_SECRET, ISTIO_NAMESPACE)
+        ca = pki.load_issued(ca_data["tls.crt"], ca_data["tls.key"], CA_SECRET)
+        return pki.CertificateAuthority(ca.certificate, ca.key)
 
 
 @asynccontextmanager

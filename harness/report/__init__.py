@@ -7,8 +7,7 @@ Modules, in the order a run uses them:
 * ``stats`` — percentiles and latency summaries
 * ``logs`` — reading process log tails (the only input the writers do not get from the model)
 * ``plot`` — PNG charts: latency histogram, reusable bar and line charts
-* ``junit`` / ``html`` — pure writers: report (+ log text, images) → text; the page's
-  scenario sections in ``html_scenario``, its styles and formatting in ``html_style``
+* ``junit`` / ``html`` — pure writers: report (+ log text, images) → text
 * ``writer`` — ``write_reports``: files on disk (index.html, report.json, JUnit)
 """
 

@@ -2,20 +2,397 @@
 
 No scripts and nothing fetched from the network: CSS is inline, histograms are ``data:``
 PNGs, collapsible parts are ``<details>``. Every value from the run goes through
+:func:`esc`: ANSI colours and control characters stripped (logs have them), then
 ``html.escape``. Order of the page: run header, summary table (cost of each scenario, the
 slowest marked), the "Failures" and "Flaky" cards, then a section per scenario
-(:mod:`harness.report.html_scenario`). A scenario that passed on a retry is *flaky*, with
-a badge and colour of its own. Styles and value formatting: :mod:`harness.report.html_style`.
+(:func:`scenario_section`: earlier attempts, the error or skip reason, expectations with
+details and attachments, the latency histogram, steps, timeline (capped), metrics,
+processes and — when it did not pass — the tails of its process logs). A scenario that
+passed on a retry is *flaky*, with a badge and colour of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from html import escape
 from pathlib import Path
 
-from harness.report.html_scenario import TIMELINE_LIMIT, attempt_problems, scenario_section
-from harness.report.html_style import CSS, anchor, badge, duration, esc, retry_note, timestamp
-from harness.report.model import AttemptReport, RunReport, ScenarioReport, Status
+from harness.report.model import (
+    AttemptReport,
+    ExpectationResult,
+    RunReport,
+    ScenarioReport,
+    Status,
+    TimelineEntry,
+)
+from harness.report.stats import LatencySummary
+
+CSS = """
+:root { --ok:#1b7f3b; --ok-bg:#e8f5e9; --bad:#b71c1c; --bad-bg:#fdecea; --err:#8a4b00;
+        --err-bg:#fff3e0; --skip:#555; --skip-bg:#eeeeee; --line:#dde1e6; --muted:#5f6b7a;
+        --flaky:#8e24aa; --flaky-bg:#f5e6fa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:#1f2328;
+       margin: 0; background:#f6f8fa; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 0; display:flex; align-items:center; gap:10px; flex-wrap:wrap; }
+h3 { font-size: 15px; margin: 18px 0 8px; }
+a { color:#0b5cad; text-decoration:none; } a:hover { text-decoration:underline; }
+.meta { color: var(--muted); font-size: 13px; }
+.meta span + span::before { content: " · "; }
+section.card { background:#fff; border:1px solid var(--line); border-radius:8px;
+               padding:16px 20px; margin: 16px 0; }
+section.card.failed, section.card.error { border-left: 5px solid var(--bad); }
+section.card.error { border-left-color: var(--err); }
+section.card.passed { border-left: 5px solid var(--ok); }
+section.card.flaky { border-left: 5px solid var(--flaky); }
+section.card.skipped { border-left: 5px solid var(--skip); }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align:left; padding: 5px 8px; border-bottom: 1px solid var(--line);
+         vertical-align: top; }
+th { background:#f0f2f5; font-weight:600; white-space:nowrap; }
+td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; white-space:nowrap; }
+td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+                 font-size: 12px; overflow-wrap:anywhere; }
+tr.pass td { background: var(--ok-bg); }
+tr.fail td { background: var(--bad-bg); }
+.badge { display:inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
+         font-weight:600; text-transform: uppercase; letter-spacing: .03em; }
+.badge.passed { color: var(--ok); background: var(--ok-bg); }
+.badge.failed { color: var(--bad); background: var(--bad-bg); }
+.badge.error { color: var(--err); background: var(--err-bg); }
+.badge.skipped { color: var(--skip); background: var(--skip-bg); }
+.badge.flaky { color: var(--flaky); background: var(--flaky-bg); }
+.retry { color: var(--flaky); font-size: 12px; font-weight: 600; }
+.attempt { border-left: 3px solid var(--line); padding: 2px 0 2px 12px; margin: 8px 0; }
+.errorbox { background: var(--bad-bg); color: var(--bad); border-radius:6px; padding:8px 12px;
+            white-space: pre-wrap; font-family: ui-monospace, Menlo, Consolas, monospace;
+            font-size:12px; margin: 10px 0; }
+.skipbox { background: var(--skip-bg); color: var(--skip); border-radius:6px; padding:8px 12px;
+           white-space: pre-wrap; font-size:12px; margin: 10px 0; }
+.note { color: var(--muted); font-size: 12px; margin: 6px 0; }
+.logbox { max-height: 420px; overflow:auto; display:flex; flex-direction:column-reverse;
+          background:#0d1117; border-radius:6px; margin:6px 0; }
+pre.log { color:#e6edf3; padding:10px 12px; font-size:12px; line-height:1.35; margin:0;
+          white-space: pre-wrap; overflow-wrap:anywhere; }
+td.result { white-space: nowrap; font-weight:600; }
+tr.pass td.result { color: var(--ok); } tr.fail td.result { color: var(--bad); }
+ul.failures { margin: 6px 0 0; padding-left: 20px; }
+ul.failures li { margin: 3px 0; }
+details { margin: 8px 0; }
+tr.extra td { border-top: none; padding-top: 0; }
+tr.extra pre { background: #f6f8fa; padding: 8px 10px; border-radius: 6px; margin: 4px 0;
+               max-height: 480px; overflow: auto; white-space: pre; font-size: 12px; }
+details > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
+.tl-mutation { color:#0b5cad; } .tl-event { color:#1b7f3b; } .tl-reconcile { color:#6a1b9a; }
+.tl-fault { color:#b71c1c; font-weight:600; } .tl-step { color:#5f6b7a; }
+.tl-object { color:#8a5a00; }
+table.compact td { padding: 2px 8px; }
+.histogram img { max-width: 100%; height: auto; display:block; }
+.stats { display:flex; gap: 18px; flex-wrap: wrap; margin: 4px 0 8px; }
+.stats div { background:#f0f2f5; border-radius:6px; padding:4px 10px; }
+.stats b { font-variant-numeric: tabular-nums; }
+.bar { display:inline-block; height:8px; border-radius:4px; background: var(--bad-bg);
+       width: 80px; vertical-align: middle; overflow:hidden; margin-right:6px; }
+.bar i { display:block; height:100%; background: var(--ok); }
+.cost { display:inline-flex; height:8px; width:80px; vertical-align: middle; margin-right:6px; }
+.cost i { display:block; height:100%; } .cost .env { background:#9aa5b1; }
+.cost .steps { background:#0b5cad; }
+.overall { font-size: 15px; margin: 10px 0 0; }
+"""
+
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def plain(text: str) -> str:
+    """``text`` without ANSI colour sequences and other control characters (logs have them)."""
+    return _CONTROL.sub("", _ANSI.sub("", text))
+
+
+def esc(value: object) -> str:
+    return escape(plain(str(value)), quote=True)
+
+
+def badge(status: Status) -> str:
+    return f'<span class="badge {esc(status.value)}">{esc(status.value)}</span>'
+
+
+def retry_note(s: ScenarioReport) -> str:
+    """``passed on retry k`` (flaky) or ``n attempts`` (retried, still not passed)."""
+    if s.status is Status.FLAKY:
+        return f' <span class="retry">passed on retry {s.retry}</span>'
+    if s.attempts:
+        return f' <span class="retry">{s.retry + 1} attempts</span>'
+    return ""
+
+
+def timestamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
+def anchor(index: int) -> str:
+    """The page-local id of the ``index``-th scenario's section."""
+    return f"scenario-{index}"
+
+
+TIMELINE_LIMIT = 2000
+"""Timeline rows shown per scenario; the rest is in report.json."""
+
+
+def attempt_problems(a: AttemptReport) -> list[str]:
+    """What went wrong in an earlier attempt, one line each."""
+    lines = [f"error: {a.error}"] if a.error else []
+    lines += [
+        f"{st.branch.value} {st.name}: {st.error or st.status.value}" for st in a.failed_steps
+    ]
+    lines += [f"{e.id}: expected {e.expected}, actual {e.actual}" for e in a.failed_expectations]
+    return lines
+
+
+def _attempts(s: ScenarioReport, limit: int) -> str:
+    if not s.attempts:
+        return ""
+    total = s.retry + 1
+    parts = []
+    for a in s.attempts:
+        problems = "".join(f"<li>{esc(line)}</li>" for line in attempt_problems(a))
+        logs = "".join(
+            f'<li><a href="{esc(_log_href(p.log_path))}">{esc(p.name)}</a> '
+            f'<span class="mono">{esc(p.log_path)}</span></li>'
+            for p in a.processes
+        )
+        parts.append(
+            f'<div class="attempt"><b>Attempt {a.number} of {total}</b> {badge(a.status)} '
+            f'<span class="meta"><span>started {esc(timestamp(a.started_at))}</span>'
+            f"<span>{esc(duration(a.duration))}</span></span>"
+            + (f'<ul class="failures mono">{problems}</ul>' if problems else "")
+            + _timeline_table(a.timeline, a.started_at, limit, opened=False)
+            + (
+                f"<details><summary>Process logs ({len(a.processes)})</summary>"
+                f'<ul class="failures">{logs}</ul></details>'
+                if logs
+                else ""
+            )
+            + "</div>"
+        )
+    summary = f"Earlier attempts ({len(s.attempts)}); what follows is attempt {total}'s"
+    return f"<details open><summary>{esc(summary)}</summary>{''.join(parts)}</details>"
+
+
+def _expectation_extra(e: ExpectationResult) -> str:
+    """An entry's details (open when it failed) and attachments, under its row."""
+    parts = []
+    if e.details:
+        opened = "" if e.passed else " open"
+        title = "Difference" if e.kind in ("assert", "error") else "Details"
+        parts.append(
+            f"<details{opened}><summary>{title}</summary><pre>{esc(e.details)}</pre></details>"
+        )
+    for a in e.attachments:
+        cut = " (truncated; full text in the logs)" if a.truncated else ""
+        parts.append(
+            f"<details><summary>{esc(a.name)}{cut}</summary><pre>{esc(a.text)}</pre></details>"
+        )
+    return "".join(parts)
+
+
+def _expectations(s: ScenarioReport) -> str:
+    if not s.expectations and s.status in (Status.ERROR, Status.SKIPPED):
+        return ""
+    if not s.expectations:
+        return '<h3>Expectations</h3><p class="note">No expectations were checked.</p>'
+    rows = []
+    for e in s.expectations:
+        mark = "✔ pass" if e.passed else "✘ fail"
+        rows.append(
+            f'<tr class="{"pass" if e.passed else "fail"}" id="{esc(e.id)}">'
+            f'<td class="mono">{esc(e.id)}</td><td>{esc(e.description)}</td>'
+            f'<td class="mono">{esc(e.expected)}</td><td class="mono">{esc(e.actual)}</td>'
+            f'<td class="result">{mark}</td></tr>'
+        )
+        extra = _expectation_extra(e)
+        if extra:
+            rows.append(f'<tr class="extra"><td></td><td colspan="4">{extra}</td></tr>')
+    return (
+        f"<h3>Expectations ({s.expectations_passed}/{len(s.expectations)} passed)</h3>"
+        "<table><tr><th>id</th><th>description</th><th>expected</th><th>actual</th>"
+        "<th>result</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _latency(s: ScenarioReport, png: bytes | None) -> str:
+    summary = LatencySummary.of(s.latencies_ms)
+    if summary is None and s.status in (Status.ERROR, Status.SKIPPED):
+        return ""
+    if summary is None:
+        return '<h3>Latency</h3><p class="note">No latency samples.</p>'
+    stats = (
+        '<div class="stats">'
+        f"<div>samples <b>{summary.count}</b></div>"
+        f"<div>p50 <b>{summary.p50:.1f} ms</b></div>"
+        f"<div>p99 <b>{summary.p99:.1f} ms</b></div>"
+        f"<div>max <b>{summary.max:.1f} ms</b></div></div>"
+    )
+    image = ""
+    if png is not None:
+        data = base64.b64encode(png).decode("ascii")
+        image = (
+            f'<div class="histogram"><img alt="latency histogram of {esc(s.name)}" '
+            f'src="data:image/png;base64,{data}"></div>'
+        )
+    return f"<h3>Latency</h3>{stats}{image}"
+
+
+def _steps(s: ScenarioReport) -> str:
+    if not s.steps:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(st.branch.value)}</td><td>{esc(st.name)}</td><td>{badge(st.status)}</td>"
+        f'<td class="num">{esc(duration(st.duration))}</td>'
+        f'<td class="mono">{esc(st.error or "")}</td></tr>'
+        for st in s.steps
+    )
+    return (
+        "<h3>Steps</h3><table><tr><th>block</th><th>step</th><th>status</th>"
+        f'<th class="num">duration</th><th>error</th></tr>{rows}</table>'
+    )
+
+
+def _timeline(s: ScenarioReport, limit: int) -> str:
+    return _timeline_table(s.timeline, s.started_at, limit, opened=not s.ok)
+
+
+def _timeline_table(
+    timeline: Sequence[TimelineEntry], started_at: float, limit: int, *, opened: bool
+) -> str:
+    """A timeline (a scenario's or an earlier attempt's), times relative to its start."""
+    if not timeline:
+        return ""
+    rows = "".join(
+        f'<tr><td class="num" title="{esc(timestamp(t.at))}">+{t.at - started_at:.3f} s</td>'
+        f'<td class="tl-{esc(t.kind.value)}">{esc(t.kind.value)}</td><td>{esc(t.source)}</td>'
+        f'<td class="mono">{esc(t.object)}</td><td class="mono">{esc(t.detail)}</td></tr>'
+        for t in timeline[:limit]
+    )
+    note = ""
+    if len(timeline) > limit:
+        note = (
+            f'<p class="note">Showing the first {limit} of {len(timeline)} entries; '
+            "report.json has all of them.</p>"
+        )
+    return (
+        f"<details{' open' if opened else ''}><summary>Timeline ({len(timeline)} entries)"
+        f"</summary>{note}"
+        '<table class="compact"><tr><th class="num">at</th><th>kind</th><th>cluster / manager</th>'
+        f"<th>object</th><th>detail</th></tr>{rows}</table></details>"
+    )
+
+
+def _metrics(s: ScenarioReport) -> str:
+    if not s.metrics:
+        return ""
+    rows = "".join(
+        f'<tr><td class="mono">{esc(k)}</td><td class="num">{v:g}</td></tr>'
+        for k, v in sorted(s.metrics.items())
+    )
+    return (
+        f"<details><summary>Metrics at the end ({len(s.metrics)})</summary>"
+        f'<table><tr><th>sample</th><th class="num">value</th></tr>{rows}</table></details>'
+    )
+
+
+def _exit(code: int | None) -> str:
+    if code is None:
+        return "running"
+    if code < 0:
+        try:
+            return f"{code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return str(code)
+    return str(code)
+
+
+def _log_href(path: Path) -> str:
+    return path.as_uri() if path.is_absolute() else str(path)
+
+
+def _processes(s: ScenarioReport, log_tails: Mapping[Path, str]) -> str:
+    if not s.processes:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(p.name)}</td><td class='num'>{esc(p.pid if p.pid is not None else '-')}</td>"
+        f"<td class='num'>{esc(_exit(p.exit_code))}</td>"
+        f'<td class="mono">{esc(" ".join(p.argv))}</td>'
+        f'<td class="mono"><a href="{esc(_log_href(p.log_path))}">{esc(p.log_path)}</a></td></tr>'
+        for p in s.processes
+    )
+    table = (
+        "<table><tr><th>process</th><th class='num'>pid</th><th class='num'>exit</th>"
+        f"<th>command</th><th>log</th></tr>{rows}</table>"
+    )
+    if s.ok:
+        return f"<details><summary>Processes ({len(s.processes)})</summary>{table}</details>"
+    logs = []
+    for p in s.processes:
+        tail = log_tails.get(p.log_path)
+        if tail is None:
+            logs.append(
+                f"<details><summary>{esc(p.name)} — log not available</summary>"
+                f'<p class="note">{esc(p.log_path)} could not be read.</p></details>'
+            )
+            continue
+        lines = tail.count("\n") + 1 if tail else 0
+        logs.append(
+            f"<details open><summary>{esc(p.name)} — last {lines} lines</summary>"
+            f'<div class="logbox"><pre class="log">{esc(tail)}</pre></div></details>'
+        )
+    return f"<h3>Processes</h3>{table}<h3>Process logs</h3>{''.join(logs)}"
+
+
+def scenario_section(
+    i: int, s: ScenarioReport, png: bytes | None, log_tails: Mapping[Path, str], limit: int
+) -> str:
+    error = ""
+    if s.error and s.status is Status.SKIPPED:
+        error = f'<div class="skipbox"><b>Skipped:</b> {esc(s.error)}</div>'
+    elif s.error:
+        error = f'<div class="errorbox">{esc(s.error)}</div>'
+    meta = (
+        f'<div class="meta"><span class="mono">{esc(s.file)}</span>'
+        f"<span>started {esc(timestamp(s.started_at))}</span>"
+        f"<span>{esc(duration(s.duration))}</span></div>"
+    )
+    parts = [
+        f'<section class="card {esc(s.status.value)}" id="{anchor(i)}">',
+        f"<h2>{esc(s.name)} {badge(s.status)}{retry_note(s)}</h2>",
+        meta,
+        _attempts(s, limit),
+        error,
+        _expectations(s),
+        _latency(s, png),
+        _steps(s),
+        _timeline(s, limit),
+        _metrics(s),
+        _processes(s, log_tails),
+        "</section>",
+    ]
+    return "".join(parts)
+
 
 SLOWEST = 3
 """How many of the costliest scenarios the summary marks (with more than twice as many)."""

@@ -163,25 +163,6 @@ def _testcase(parent: ET.Element, s: ScenarioReport, name: str, seconds: float) 
     )
 
 
-def _bad_case(
-    suite: ET.Element,
-    s: ScenarioReport,
-    what: str,
-    seconds: float,
-    bad: tuple[str, str],
-    message: str,
-    text: str,
-) -> ET.Element:
-    """Testcase ``<scenario>/<what>`` holding one ``bad`` element: its tag (``error`` or
-    ``failure``) and type."""
-    case = _testcase(suite, s, f"{s.name}/{what}", seconds)
-    tag, kind = bad
-    element = ET.SubElement(case, tag, message=clean(message))
-    element.set("type", kind)
-    element.text = clean(text)
-    return case
-
-
 def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str]) -> dict[str, int]:
     suite = ET.SubElement(parent, "testsuite", name=clean(s.name))
     props = ET.SubElement(suite, "properties")
@@ -191,45 +172,37 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
         ET.SubElement(props, "property", name="attempts", value=str(s.retry + 1))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     logs = clean(process_logs_text(s.processes, log_tails)) if not s.ok else ""
-    first_bad: ET.Element | None = None
     cases: dict[str, tuple[ET.Element, bool]] = {}  # name → (testcase, failed)
+    # The last attempt's problems, named as an earlier attempt's are: an error or failed
+    # steps (without a failed expectation) get a testcase of their own.
+    problems = attempt_problems(s.name, AttemptReport.of(0, s))
 
-    if s.status is Status.ERROR:
-        message = s.error or "the scenario could not be run"
-        first_bad = _bad_case(
-            suite,
-            s,
-            "error",
-            s.duration,
-            ("error", "ScenarioError"),
-            message.splitlines()[0],
-            message,
-        )
+    def problem_case(what: str, seconds: float) -> None:
+        name = f"{s.name}/{what}"
+        if name not in problems:
+            return
+        problem = problems[name]
+        case = _testcase(suite, s, name, seconds)
+        tag = "error" if problem.error else "failure"
+        element = ET.SubElement(case, tag, message=clean(problem.message))
+        element.set("type", problem.type)
+        element.text = clean(problem.text)
         counts["tests"] += 1
-        counts["errors"] += 1
-        cases[f"{s.name}/error"] = (first_bad, True)
-    elif s.status is Status.SKIPPED:
+        counts[f"{tag}s"] += 1
+        cases[name] = (case, True)
+
+    problem_case("error", s.duration)
+    if s.status is Status.SKIPPED:
         case = _testcase(suite, s, f"{s.name}/skipped", 0.0)
         ET.SubElement(case, "skipped", message=clean(s.error or "skipped"))
         counts["tests"] += 1
         counts["skipped"] += 1
-
     for e in s.expectations:
-        case = _expectation_case(suite, s, e)
+        cases[e.id] = (_expectation_case(suite, s, e), not e.passed)
         counts["tests"] += 1
         counts["failures"] += not e.passed
-        cases[e.id] = (case, not e.passed)
-        first_bad = case if first_bad is None and not e.passed else first_bad
-
-    if s.status is Status.FAILED and first_bad is None:
-        # Failed without a failed expectation: a step failed; say which.
-        bad_steps = [st for st in s.steps if st.status in (Status.FAILED, Status.ERROR)]
-        message, text = _step_failure(s.steps, s.error)
-        seconds = sum(st.duration for st in bad_steps)
-        first_bad = _bad_case(suite, s, "steps", seconds, ("failure", "StepFailure"), message, text)
-        counts["tests"] += 1
-        counts["failures"] += 1
-        cases[f"{s.name}/steps"] = (first_bad, True)
+    bad_steps = (st for st in s.steps if st.status in (Status.FAILED, Status.ERROR))
+    problem_case("steps", sum(st.duration for st in bad_steps))
 
     if s.attempts:
         before = len(cases)
@@ -238,6 +211,7 @@ def _suite(parent: ET.Element, s: ScenarioReport, log_tails: Mapping[Path, str])
         suite.set("flakes", str(flakes))
 
     if logs:
+        first_bad = next((case for case, failed in cases.values() if failed), None)
         if first_bad is not None:
             ET.SubElement(first_bad, "system-out").text = logs
         ET.SubElement(suite, "system-out").text = logs

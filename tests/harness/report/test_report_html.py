@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 from harness.report import ReportBuilder, RunReport, Status, TimelineKind
 from harness.report.html import render_html
-from harness.report.html_style import plain
+from harness.report.html import plain
 from harness.report.logs import read_log_tails
 from harness.report.plot import PNG_SIGNATURE
 

@@ -15,7 +15,7 @@ import json
 import os
 import platform
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import field, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -162,13 +162,7 @@ class ProcessInfo:
 
     @classmethod
     def from_record(cls, record: ProcessRecordLike) -> ProcessInfo:
-        return cls(
-            name=record.name,
-            pid=record.pid,
-            argv=record.argv,
-            exit_code=record.exit_code,
-            log_path=record.log_path,
-        )
+        return cls(**{f.name: getattr(record, f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)

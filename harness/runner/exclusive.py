@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.clusters.procfs import is_alive
 from harness.scenario import ExpectOp, Scenario
 
 MARKER = "exclusive: measures latency; runs with at most one other item (xdist)"
@@ -80,16 +81,6 @@ def may_start(
     return exclusive or not (waiting - {worker} or unstarted)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextmanager
 def _state(path: Path) -> Iterator[dict[str, Any]]:
     """The shared state, read and written back under an exclusive lock."""
@@ -102,7 +93,7 @@ def _state(path: Path) -> Iterator[dict[str, Any]]:
         state.setdefault("waiting", {})
         state.setdefault("started", [])
         for table in ("running", "waiting"):  # entries of workers that died
-            state[table] = {w: e for w, e in state[table].items() if _alive(e["pid"])}
+            state[table] = {w: e for w, e in state[table].items() if is_alive(e["pid"])}
         yield state
         file.seek(0)
         file.truncate()

@@ -81,7 +81,6 @@ def environment_spec(
         )
         for skr in scenario.clusters.skrs
     )
-    requeue = scenario.settings.requeue
     return EnvironmentSpec(
         skrs=skrs,
         watchers=tuple(w.to_dict() for w in scenario.watchers),
@@ -94,13 +93,7 @@ def environment_spec(
             for listener in scenario.listeners
         ),
         pin_san=scenario.settings.san_pinning,
-        intervals=RequeueIntervals(
-            success=requeue.success,
-            busy=requeue.busy,
-            error=requeue.error,
-            warning=requeue.warning,
-            error_max=requeue.error_max,
-        ),
+        intervals=RequeueIntervals(**scenario.settings.requeue.model_dump()),
         catalog=module_catalog(scenario.modules),
         klm_workers=scenario.settings.klm.concurrency,
         manifest_ready_after=scenario.settings.klm.manifest_ready_after,

@@ -9,6 +9,7 @@ option or file; nothing is written then.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--watchers",
+        dest="watchers_file",
         type=Path,
         metavar="FILE",
         help="Watcher CRs (multi-document YAML); default: KLM's klm-watcher",
@@ -83,17 +85,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def render(args: argparse.Namespace) -> int:
     try:
-        inputs = build_inputs(
-            image=args.image,
-            kcp_addr=args.kcp_addr,
-            runtime_id=args.runtime_id,
-            skr_domain=args.skr_domain,
-            watchers_file=args.watchers,
-            certs=args.certs,
-            network_policies=args.network_policies,
-            node_port=args.node_port,
-            envoy_image=args.envoy_image,
-        )
+        # Every option named like a keyword of build_inputs is that keyword.
+        keywords = inspect.signature(build_inputs).parameters
+        inputs = build_inputs(**{k: getattr(args, k) for k in keywords if hasattr(args, k)})
         sets = {}
         if args.only in (None, "skr"):
             sets["skr"] = render_skr_manifests(inputs.skr)

@@ -1,22 +1,11 @@
 """``watcher-harness get``: print any object (or list) of any cluster as JSON.
 
-``get --cluster skr-a kymas default -n kyma-system --query spec.channel`` — for scenario
-``script`` steps (``${{ harness.get }}`` is ``<harness python> -m harness.cli.get``) and for
-people exploring an ``up`` environment, without ``kubectl``. What to read:
-
-* ``RESOURCE [NAME]``: a scenario shorthand (``kymas``, ``secrets``, ...:
-  :data:`harness.scenario.values.KINDS`);
-* ``--api-version V --kind K [NAME]``: any kind, resolved through API discovery;
-* ``/api/...`` or ``/apis/...``: a raw API path (a query string is passed on).
-
-Which cluster: ``--kubeconfig FILE``, or ``--cluster NAME`` — the kubeconfig in
-``$KUBECONFIG_<NAME>`` (as a ``script`` step's environment has it), or with ``--env ENV``
-the one of an ``up --detach`` environment. A namespaced object by name needs ``-n``; a
-list without ``-n`` spans all namespaces and prints ``{"items": [...]}`` like the API.
-``--query`` prints a JMESPath expression of the answer instead.
-
-Exit 0 with the JSON on stdout; 1 with one line on stderr when the object is not found or
-the cluster cannot be read; 2 with the usage for wrong arguments. Never a traceback.
+For scenario ``script`` steps (``${{ harness.get }}`` is ``<harness python> -m
+harness.cli.get``) and for people exploring an ``up`` environment, without ``kubectl``;
+what it reads and from which cluster: :data:`EPILOG`, the options' help and
+docs/scenarios.md. Exit 0 with the JSON on stdout; 1 with one line on stderr when the
+object is not found or the cluster cannot be read; 2 with the usage for wrong arguments.
+Never a traceback.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""``watcher-harness run FILE|DIR... [--junit FILE] [--report-dir DIR] [--keep-going]``.
+"""``watcher-harness run FILE|DIR...``: validate every file, then run the scenarios.
 
-Validates every file first (an invalid file never starts a cluster: one located line per
-problem, exit 2), then runs the scenarios one after the other with a progress display
-(quiet when stdout is not a terminal), prints a summary table and where the reports are.
-Exit 0 only if every scenario passed (or was skipped), i.e. every expectation held; 1
-otherwise. A scenario that checked nothing (its checking steps were skipped for what the
-webhook under test lacks, or it has none) is skipped with the reason in the table, never
-passed. ``--selector EXPR`` (repeatable, ANDed: ``tag=smoke``, ``tag!=slow``,
-``name=spec-*``, ``name!=...``) runs only the matching scenarios; one matching none exits
-2 with one line. ``--retries N`` runs a failed scenario (not a skipped one) again, from
-fresh clusters, up to N more times; one passing on a retry is *flaky*: exit 0, shown
-apart in the table and the reports, with the failed attempts. ``--backend
-local|kubeconfig|kind`` (``--kubeconfig``, ``--context``) overrides
-``WATCHER_HARNESS_BACKEND`` and the files' ``backend``; a backend whose tools are missing
-(kind without the CLI or Docker) exits 3 with one line saying what to install.
+An invalid file never starts a cluster (one located line per problem, exit 2); a backend
+whose tools are missing exits 3 with one line saying what to install, before anything
+starts. Exit 0 only if every scenario passed, was flaky (passed on a ``--retries``
+retry) or was skipped (it checked nothing: the reason is in the table, it never passes);
+1 otherwise. The options are in ``--help`` and docs/scenarios.md.
 """
 
 from __future__ import annotations

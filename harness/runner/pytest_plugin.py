@@ -1,34 +1,15 @@
 """Scenario files as pytest items: ``pytest -n auto -m e2e scenarios/``.
 
-``scenarios/conftest.py`` imports the hooks below. Each ``*.yaml`` / ``*.yml`` file gives
-one item per scenario instance (a file with a ``matrix`` several), named after the
-scenario, marked ``e2e`` and one marker per tag (``-`` → ``_``: ``-m "e2e and
-cert_rotation"``; registered, so ``--strict-markers`` passes) and given the scenario's
-timeout plus time for the environment; an invalid file is a collection error showing its
-located lines; a failed scenario shows its failed steps and expectations (expected vs
-actual), not a traceback; one that checked nothing (say every step needs what the webhook
-under test lacks: :meth:`harness.report.ScenarioBuilder.derived_status`) is a pytest skip
-with the reason. With ``--scenario-report-dir DIR`` every item writes its part of the
-report (process logs under ``DIR/logs``) and the controlling process (also under xdist)
-merges the parts into ``DIR/index.html`` and ``DIR/report.json`` at the end.
-
-``--scenario-selector EXPR`` (repeatable, ANDed; ``tag=smoke``, ``tag!=slow``,
-``name=spec-*``, ``name!=...``: :mod:`harness.scenario.select`) deselects the other
-scenarios, as ``watcher-harness run --selector`` does. ``--scenario-retries N`` runs a
-failed scenario again, from fresh clusters, up to N more times inside its item: one that
-then passes passes, is *flaky* in the report part, and the terminal summary says
-``FLAKY <scenario> passed on retry k``.
-
-``--cluster-backend local|kubeconfig|kind`` (with ``--cluster-kubeconfig FILE[:FILE]`` and
-``--cluster-contexts kcp=CTX,skr-a=CTX``) runs every file on that backend, over
-``WATCHER_HARNESS_*`` and the files' own ``backend``. Each item plans its scenario once
-(:func:`harness.runner.plan.plan_scenario`) and runs that plan; one the backend cannot run
-(it stops API servers) or whose backend's tools are missing here (kind without Docker:
-:func:`harness.runner.backend.missing_tools`) is skipped with the reason.
-
-``--cluster-pool`` lets the scenarios of one process (an xdist worker) share their local
-API servers, reset between scenarios (:mod:`harness.clusters.pool`): no cluster start per
-scenario, except after a fault took a server away.
+``scenarios/conftest.py`` imports the hooks below. Each file gives one item per scenario
+instance, marked ``e2e`` and one marker per tag (``-`` → ``_``; registered, so
+``--strict-markers`` passes) and given the scenario's timeout plus time for the
+environment. A failed scenario shows its failed steps and expectations, not a traceback;
+one that checked nothing is a pytest skip with the reason. Report parts written by each
+item (also under xdist) are merged by the controlling process at the end. The options
+(``--scenario-selector``, ``--scenario-retries``, ``--cluster-backend``, ``--cluster-pool``)
+mean what ``watcher-harness run``'s do (docs/scenarios.md); each item plans its scenario
+once (:func:`harness.runner.plan.plan_scenario`) and skips it with the reason when the
+backend cannot run it or lacks its tools here.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ Modules, in the order a run uses them:
 """
 
 from harness.report.builder import ReportBuilder, ScenarioBuilder
-from harness.report.errors import ReportError, ReportFormatError
 from harness.report.model import (
     Attachment,
     AttemptReport,
@@ -20,6 +19,8 @@ from harness.report.model import (
     ExpectationResult,
     MachineInfo,
     ProcessInfo,
+    ReportError,
+    ReportFormatError,
     RunReport,
     ScenarioReport,
     Status,

@@ -23,7 +23,16 @@ from typing import Any, Protocol
 from pydantic import TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
-from harness.report.errors import ReportFormatError
+from harness.errors import HarnessError
+
+
+class ReportError(HarnessError):
+    """Base of the report package's errors."""
+
+
+class ReportFormatError(ReportError, ValueError):
+    """A stored report (JSON) cannot be read back; the message names the field."""
+
 
 SCHEMA_VERSION = 1
 """Version of the JSON form; bumped when a field changes meaning or is removed. Added fields

@@ -14,7 +14,6 @@ from harness.runner.errors import (
     ExpectationFailed,
     OperationFailed,
     RunnerError,
-    StepTimeout,
 )
 from harness.runner.plan import ScenarioPlan, plan_scenario
 from harness.runner.run import RunResult, new_run_id, run_all
@@ -30,7 +29,6 @@ __all__ = [
     "RunnerError",
     "ScenarioPlan",
     "Session",
-    "StepTimeout",
     "live_session",
     "new_run_id",
     "plan_scenario",

@@ -21,7 +21,3 @@ class ExpectationFailed(OperationFailed):
     def __init__(self, failures: Sequence[str]) -> None:
         self.failures = tuple(failures)
         super().__init__("; ".join(self.failures))
-
-
-class StepTimeout(OperationFailed, TimeoutError):
-    """A step (or the whole scenario) ran out of time."""

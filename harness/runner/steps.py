@@ -106,23 +106,17 @@ async def run_step(ctx: RunContext, step: Step) -> bool:
     ctx.open_window()
     ctx.report.event(TimelineKind.STEP, "runner", step.name, "start")
     results: list[BlockResult] = []
-    for branch, ops in ((Branch.TRY, step.try_), (Branch.CATCH, step.catch)):
-        if branch is Branch.CATCH and (results[0].ok or not ops):
+    blocks = ((Branch.TRY, step.try_), (Branch.CATCH, step.catch), (Branch.FINALLY, step.finally_))
+    for branch, ops in blocks:
+        try_passed = branch is Branch.CATCH and results[0].ok
+        if branch is not Branch.TRY and (try_passed or not ops):
             continue
         started = time.monotonic()
         result = await run_block(ctx, branch, ops, step.timeout)
-        _report(ctx, step, result, time.monotonic() - started)
-        results.append(result)
-    if step.finally_:
-        started = time.monotonic()
-        result = await run_block(ctx, Branch.FINALLY, step.finally_, step.timeout)
-        _report(ctx, step, result, time.monotonic() - started)
+        status = Status.PASSED if result.ok else Status.FAILED
+        duration = time.monotonic() - started
+        ctx.report.step(step.name, status, duration, branch=branch, error=result.error)
         results.append(result)
     ok = results[0].ok and all(r.ok for r in results)
     ctx.report.event(TimelineKind.STEP, "runner", step.name, "passed" if ok else "failed")
     return ok
-
-
-def _report(ctx: RunContext, step: Step, result: BlockResult, duration: float) -> None:
-    status = Status.PASSED if result.ok else Status.FAILED
-    ctx.report.step(step.name, status, duration, branch=result.branch, error=result.error)

@@ -108,7 +108,7 @@ class RunContext:
     def open_window(self) -> None:
         """Start a new expectation window now (a step began or an ``expect`` ended)."""
         self.window_start = self.clock()
-        for op in _expect_ops(self.scenario):
+        for op in expects(self.scenario):
             for r in op.rejections:
                 key = (r.listener, r.reason)
                 self.baselines[key] = self.session.rejections(*key)
@@ -187,11 +187,8 @@ class RunContext:
         )
 
 
-def _expect_ops(scenario: Scenario) -> list[Expect]:
+def expects(scenario: Scenario) -> list[Expect]:
+    """Every ``expect`` of every step, in file order."""
     return [
-        op.expect
-        for step in scenario.steps
-        for _, ops in step.blocks()
-        for op in ops
-        if isinstance(op, ExpectOp)
+        op.expect for step in scenario.steps for op in step.operations() if isinstance(op, ExpectOp)
     ]

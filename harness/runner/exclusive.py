@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.clusters.procfs import is_alive
-from harness.scenario import ExpectOp, Scenario
+from harness.runner.context import expects
+from harness.scenario import Scenario
 
 MARKER = "exclusive: measures latency; runs with at most one other item (xdist)"
 POLL_S = 0.05
@@ -39,15 +40,10 @@ POLL_S = 0.05
 
 def measures_latency(scenario: Scenario) -> bool:
     """Whether any step of ``scenario`` bounds a latency."""
-    for step in scenario.steps:
-        for _, operations in step.blocks():
-            for op in operations:
-                if not isinstance(op, ExpectOp):
-                    continue
-                writes = op.expect.writes
-                if op.expect.latency is not None or (writes and writes.has_latency_bound):
-                    return True
-    return False
+    return any(
+        e.latency is not None or (e.writes and e.writes.has_latency_bound)
+        for e in expects(scenario)
+    )
 
 
 def lock_dir(run_id: str) -> Path:

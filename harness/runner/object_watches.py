@@ -27,8 +27,8 @@ from typing import Any
 from harness.aio import spawn, stop_tasks
 from harness.expect.observations import ObjectChange
 from harness.report.model import TimelineKind
-from harness.runner.context import RunContext
-from harness.scenario import ExpectOp, ObjectWatch, Scenario, TimelineExpectation, object_watches
+from harness.runner.context import RunContext, expects
+from harness.scenario import ObjectWatch, TimelineExpectation, object_watches
 from harness.scenario.timeline import kept_keys
 
 logger = logging.getLogger(__name__)
@@ -38,18 +38,6 @@ SYNC_TIMEOUT = 10.0
 CHANGES = {"ADDED": "added", "MODIFIED": "modified", "DELETED": "deleted"}
 ALWAYS_KEPT = ("apiVersion", "kind")
 NOISE = ("managedFields",)
-
-
-def timeline_entries(scenario: Scenario) -> list[TimelineExpectation]:
-    """Every ``timeline`` entry of every step, in file order."""
-    return [
-        entry
-        for step in scenario.steps
-        for _, ops in step.blocks()
-        for op in ops
-        if isinstance(op, ExpectOp)
-        for entry in op.expect.timeline
-    ]
 
 
 def slim(obj: Mapping[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
@@ -117,7 +105,7 @@ class _Recorder:
 async def recording_objects(ctx: RunContext) -> AsyncIterator[None]:
     """Watch what the scenario's ``timeline`` entries name while the body runs (nothing
     when they name no objects)."""
-    recorder = _Recorder(ctx, timeline_entries(ctx.scenario))
+    recorder = _Recorder(ctx, [t for e in expects(ctx.scenario) for t in e.timeline])
     if not recorder.watches:
         yield
         return

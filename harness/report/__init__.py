@@ -5,10 +5,10 @@ Modules, in the order a run uses them:
 * ``model`` — ``RunReport`` and its parts: frozen pydantic dataclasses, exact JSON form
 * ``builder`` — ``ReportBuilder``: filled during the run, ``build()`` → ``RunReport``
 * ``stats`` — percentiles and latency summaries
-* ``logs`` — reading process log tails (the only input the writers do not get from the model)
 * ``plot`` — PNG charts: latency histogram, reusable bar and line charts
 * ``junit`` / ``html`` — pure writers: report (+ log text, images) → text
-* ``writer`` — ``write_reports``: files on disk (index.html, report.json, JUnit)
+* ``writer`` — ``write_reports``: process log tails read, files on disk (index.html,
+  report.json, JUnit)
 """
 
 from harness.report.builder import ReportBuilder, ScenarioBuilder

@@ -1,22 +1,58 @@
 """Writing a run's reports to disk: the one place here that reads logs and writes files.
 
-``write_reports`` reads the log tails of scenarios that did not pass, draws the latency
-histograms, renders with the pure writers and writes each file atomically (temp file in
-the same directory, then rename), so a reader never sees half a report.
+``write_reports`` reads the log tails of scenarios that did not pass (the pure writers
+take them as a mapping ``log path → tail``), draws the latency histograms, renders with
+the pure writers and writes each file atomically (temp file in the same directory, then
+rename), so a reader never sees half a report.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.report.html import render_html
 from harness.report.junit import render_junit
-from harness.report.logs import DEFAULT_TAIL_LINES, read_log_tails
 from harness.report.model import RunReport
 from harness.report.plot import latency_histogram_png
+
+DEFAULT_TAIL_LINES = 200
+
+LogTails = dict[Path, str]
+
+
+def read_tail(path: Path, lines: int = DEFAULT_TAIL_LINES) -> str | None:
+    """The last ``lines`` lines of ``path`` (undecodable bytes replaced); None if unreadable."""
+    try:
+        with path.open("rb") as f:
+            tail = deque(f, maxlen=lines)
+    except OSError:
+        return None
+    return b"".join(tail).decode("utf-8", "replace").rstrip("\n")
+
+
+def read_log_tails(
+    report: RunReport, *, lines: int = DEFAULT_TAIL_LINES, failed_only: bool = True
+) -> LogTails:
+    """Tails of the logs of every process of every scenario that did not pass.
+
+    A log that cannot be read (deleted temp dir, permissions) is left out; writers say so.
+    """
+    tails: LogTails = {}
+    for scenario in report.scenarios:
+        if failed_only and scenario.ok:
+            continue
+        for process in scenario.processes:
+            if process.log_path in tails:
+                continue
+            text = read_tail(process.log_path, lines)
+            if text is not None:
+                tails[process.log_path] = text
+    return tails
+
 
 INDEX_HTML = "index.html"
 REPORT_JSON = "report.json"

@@ -11,7 +11,7 @@ from report_kit import make_sample_report
 
 from harness.report import MachineInfo, ReportBuilder, RunReport, Status
 from harness.report.junit import render_junit
-from harness.report.logs import read_log_tails
+from harness.report.writer import read_log_tails
 
 
 def _cases(root: ET.Element) -> dict[str, ET.Element]:

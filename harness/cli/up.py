@@ -521,18 +521,16 @@ def run(args: argparse.Namespace) -> int:
         dns_label(args.name)
     except ValueError as exc:
         return _usage(f"--name: {exc}")
-    if args.webhook_command:  # the detached child inherits it with the environment
-        from harness.clusters.selection import ENV_WEBHOOK_COMMAND
+    from harness.clusters.selection import ENV_KLM_COMMAND, ENV_KLM_CRDS, ENV_WEBHOOK_COMMAND
 
-        os.environ[ENV_WEBHOOK_COMMAND] = args.webhook_command
-    if args.klm_command:
-        from harness.clusters.selection import ENV_KLM_COMMAND
-
-        os.environ[ENV_KLM_COMMAND] = args.klm_command
-    if args.klm_crds:
-        from harness.clusters.selection import ENV_KLM_CRDS
-
-        os.environ[ENV_KLM_CRDS] = args.klm_crds
+    given = (
+        (ENV_WEBHOOK_COMMAND, args.webhook_command),
+        (ENV_KLM_COMMAND, args.klm_command),
+        (ENV_KLM_CRDS, args.klm_crds),
+    )
+    for variable, value in given:
+        if value:  # the detached child inherits it with the environment
+            os.environ[variable] = value
     plan = plan_of(args)
     if isinstance(plan, int):
         return plan

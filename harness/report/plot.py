@@ -78,12 +78,10 @@ def latency_histogram_png(
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     ax.hist(values_ms, bins=bins, range=(lo, hi), color=_BAR, edgecolor="white", linewidth=0.4)
-    ax.axvline(
-        summary.p50, color=_P50, linestyle="--", linewidth=1.4, label=f"p50 {summary.p50:.1f} ms"
-    )
-    ax.axvline(
-        summary.p99, color=_P99, linestyle="--", linewidth=1.4, label=f"p99 {summary.p99:.1f} ms"
-    )
+    for name, value, colour in (("p50", summary.p50, _P50), ("p99", summary.p99, _P99)):
+        ax.axvline(
+            value, color=colour, linestyle="--", linewidth=1.4, label=f"{name} {value:.1f} ms"
+        )
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("events")
     ax.set_title(f"{title} (n={summary.count}, max {summary.max:.1f} ms)", fontsize=10)

@@ -400,7 +400,7 @@ class ClusterSession:
         except (aiohttp.ClientError, OSError, TimeoutError):
             return None
 
-    async def resource(self, cluster: str, selection: Selection) -> Resource:
+    async def resource(self, cluster: str, selection: Selection | ObjectWatch) -> Resource:
         """The API resource ``selection`` names (discovery for ``apiVersion`` + ``kind``,
         remembered per cluster)."""
         if selection.resource is not None:
@@ -437,17 +437,10 @@ class ClusterSession:
         return ObjectsSeen(cluster, tuple(objects))
 
     async def watch(self, target: ObjectWatch) -> AsyncIterator[tuple[str, Mapping[str, Any]]]:
-        selection = Selection(
-            cluster=target.cluster,
-            resource=target.resource,
-            api_version=target.api_version,
-            kind=target.kind,
-            namespace=target.namespace,
-        )
         delay = 0.1
         while True:
             try:
-                resource = await self.resource(target.cluster, selection)
+                resource = await self.resource(target.cluster, target)
                 break
             except (KubeError, OSError) as exc:
                 logger.warning("object watch %s: %s; retrying in %.1f s", target.key, exc, delay)

@@ -2,21 +2,9 @@
 
 With ``--klm-command`` the scenario runs in :func:`harness.environment.any_klm
 .klm_environment`, and :class:`KlmSession` answers the runner only from what such a KLM
-shows anyone — the same channels for upstream's Go KLM and ours as a process:
-
-* **events**: what the KLM's listener accepted, seen on the wire by its sidecar;
-* **reconciles**: the KLM's log (:mod:`harness.kcp.klm_log`): when a Kyma's reconcile
-  started, a watch event when one queued it; trigger and outcome only where the KLM says
-  them (``reconcile-triggers``/``reconcile-outcomes`` in ``requires: {klm: [...]}``);
-* **metrics**: ``klm`` and ``listener/lifecycle-manager`` from the KLM's metrics endpoint,
-  ``webhook/<skr>`` from the pod the kubelet runs, ``gateway`` from Envoy;
-* **faults**: ``gateway`` and ``apiserver/<cluster>`` as in the harness's environment,
-  ``listener/lifecycle-manager`` stops, starts, kills or restarts the KLM process (its
-  listener is part of it), ``webhook/<skr>`` ``kill`` SIGKILLs the pod's container (the
-  kubelet starts it again; the KLM owns its Deployment, so there is no ``stop``);
-  certificate faults need the harness's own KLM (``harness-klm``);
-* **requests**: with the SKR's certificate from its ``skr-webhook-tls`` Secret, or a
-  broken one from the KLM's CA, trusting the gateway Secret's bundle.
+shows anyone (the wire seen by its sidecar, its log, its metrics endpoint), so upstream's
+Go KLM and ours as a process are observed alike; docs/any-klm.md says what each channel
+gives and which faults a KLM process's environment has.
 """
 
 from __future__ import annotations

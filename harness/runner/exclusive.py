@@ -6,13 +6,9 @@ The workers of one run share a small state file (under ``flock``): which worker 
 item, whether it is exclusive, which exclusive items wait. :func:`may_start` decides, as
 a pure function: while an exclusive item runs, at most two items run (two exclusive ones
 may run together); an exclusive item starts when at most one other runs; while one waits,
-no other item starts, so it is not starved. The exclusive items of a run go first
-(:mod:`harness.runner.ordering`) and no other item starts before all of them have
-started: otherwise whichever worker came up first began a long item, and the exclusive
-ones waited for it with the other workers idle (CI, 2026-11-28: the first of them started
-at 32 s, the last at 70 s). A worker that died leaves nothing behind: its entry is dropped
-when its process is gone; and an item waits for unstarted exclusive ones at most
-:data:`EXCLUSIVE_FIRST_S`.
+no other item starts, so it is not starved. No other item starts before every exclusive
+one has (at most :data:`EXCLUSIVE_FIRST_S`), or the exclusive ones wait for long items
+with the other workers idle. A dead worker's entry is dropped when its process is gone.
 
 What measures latency: a scenario with a ``latency`` bound or a ``writes`` p50/p99/max
 (:func:`measures_latency`), or a test marked ``@pytest.mark.exclusive``.

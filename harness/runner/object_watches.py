@@ -1,19 +1,10 @@
 """Object watches for ``timeline`` expectations: what changed, and when it arrived.
 
-Only a scenario whose ``timeline`` entries name ``object`` occurrences gets watches: one
-list+watch (:meth:`~harness.runner.session.Session.watch`) per distinct (cluster, type,
-namespace), started before the first step and stopped when the steps end. The objects the
-first list reports are the baseline, not changes: ``change: added`` means created after
-the watches started. Before the steps begin the runner waits (up to
-:data:`SYNC_TIMEOUT`) for each first list; a watch that could not list by then (its API
-server down, its type not served yet) reports what its first list finds later as
-``added``.
-
-Every change after that is kept in ``ctx.object_changes`` (bounded) with its arrival time
-(``time.time()``) and only what matching needs (``apiVersion``, ``kind``, ``metadata``
-without ``managedFields``, and the top-level keys the selectors' ``match`` reads), and goes
-onto the report's timeline as an ``object`` entry (detail ``added``/``modified``/
-``deleted``).
+One list+watch (:meth:`~harness.runner.session.Session.watch`) per distinct (cluster,
+type, namespace) the scenario's ``timeline`` entries name, from before the first step
+until the steps end, rather than a poll, so every change is seen with its arrival time.
+What the first list reports is the baseline, not a change; what is kept of each change
+and how it goes onto the report's timeline: docs/scenarios.md, *Object watches*.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """Longest items first, so that the last minutes of an xdist run are not one long item.
 
-xdist hands items to its workers in collection order, two at a time per worker. With 108
-e2e items of 4-82 s on four workers, the collected order ended with one worker running a
-long scenario alone (simulated from a run's durations: 384 s against 341 s when the
-longest start first). The durations of the last runs are kept in the harness's cache
-(``~/.cache/watcher-harness/e2e-durations.json``, beside the built binaries; pytest's own
-cache is off in this project); an item the cache does not know yet is estimated from its scenario's
-timeout, or as a typical e2e test. Every worker computes the same order from the same file,
-as xdist requires.
+xdist hands items to its workers in collection order; ending with one worker running a
+long scenario alone cost 40 s of a 6-minute run. The durations of the last runs are kept
+in the harness's cache (``~/.cache/watcher-harness/e2e-durations.json``; pytest's own cache
+is off in this project); an item the cache does not know yet is estimated from its
+scenario's timeout, or as a typical e2e test. Every worker computes the same order from
+the same file, as xdist requires.
 
 Items that bound a latency (:mod:`harness.runner.exclusive`) go first, longest first among
-them: such an item starts only when at most one other item runs. First, it finds nothing
-running and runs beside another of its kind while the other workers wait (measured: 65 s
-for the five of them); last, it first waited for the run's last long items to drain
-(125 s of a 376 s run with one or two items running); in between, beside the longest
-items, it kept workers idle for minutes.
+them: anywhere later they wait for long items to drain while other workers idle.
 """
 
 from __future__ import annotations

@@ -86,6 +86,9 @@ class ReadError(Exception):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description, p.epilog = DESCRIPTION, EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.set_defaults(parser=p)
     p.add_argument(
         "resource",
         nargs="?",
@@ -127,15 +130,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "get",
-        help="print an object or list of any cluster as JSON",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = sub.add_parser("get", help="print an object or list of any cluster as JSON")
     add_arguments(p)
-    p.set_defaults(func=run, parser=p)
+    p.set_defaults(func=run)
 
 
 # What to read ------------------------------------------------------------------------------
@@ -363,14 +360,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m harness.cli.get ...`` (what ``${{ harness.get }}`` runs)."""
-    parser = argparse.ArgumentParser(
-        prog="watcher-harness get",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog="watcher-harness get")
     add_arguments(parser)
-    parser.set_defaults(parser=parser)
     # Intermixed: ``kymas -n kcp-system kyma-a`` reads like kubectl (plain parse_args
     # would take the positionals in one go and refuse the name after the option).
     return run(parser.parse_intermixed_args(argv))

@@ -23,13 +23,14 @@ import logging
 import ssl
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
+from harness import kube
 from harness.churn.admissions import AdmissionCounts, webhook_calls
 from harness.churn.model import Mutation, WriteFailed, write_failure
 from harness.clusters.plane import Environment as Clusters
@@ -251,13 +252,8 @@ class Session(Protocol):
         ...
 
 
-# Kinds whose plural is not "<kind>s" in lower case, or which are cluster-scoped.
-_PLURALS = {"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces"}
-_CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition", "ClusterRole"})
-_KINDS = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace",
-          "kymas": "Kyma", "watchers": "Watcher", "manifests": "Manifest",
-          "moduletemplates": "ModuleTemplate",
-          "modulereleasemetas": "ModuleReleaseMeta"}  # fmt: skip
+CATALOG = tuple(r for r in vars(kube).values() if isinstance(r, Resource))
+"""Every kind the harness declares (:mod:`harness.kube`): plural, kind and scope."""
 WATCH_RETRY_MAX = 5.0
 """Seconds between attempts, at most, to find the type an object watch needs."""
 REJECTION_METRICS = (
@@ -275,19 +271,23 @@ def reconciles_seen(found: Iterable[ObservedReconcile]) -> list[ReconcileSeen]:
 
 
 def resource_of_object(obj: Mapping[str, Any]) -> Resource:
-    """The API resource of a manifest, from its ``apiVersion`` and ``kind``."""
+    """The API resource of a manifest, from its ``apiVersion`` and ``kind`` (a kind the
+    catalog does not know: namespaced, plural by English rule)."""
     group, _, version = str(obj["apiVersion"]).rpartition("/")
     kind = str(obj["kind"])
+    for known in CATALOG:
+        if (known.group, known.kind) == (group, kind):
+            return replace(known, version=version)
     lower = kind.lower()
-    plural = _PLURALS.get(kind) or (lower[:-1] + "ies" if lower.endswith("y") else lower + "s")
-    if kind == "Kyma":
-        plural = "kymas"
-    return Resource(group, version, plural, kind, namespaced=kind not in _CLUSTER_SCOPED)
+    plural = lower[:-1] + "ies" if lower.endswith("y") else lower + "s"
+    return Resource(group, version, plural, kind)
 
 
 def resource_of_ref(ref: ResourceRef) -> Resource:
-    kind = _KINDS.get(ref.resource, "")
-    return Resource(ref.group, ref.version, ref.resource, kind, namespaced=kind != "Namespace")
+    for known in CATALOG:
+        if (known.group, known.plural) == (ref.group, ref.resource):
+            return replace(known, version=ref.version)
+    return Resource(ref.group, ref.version, ref.resource, "")
 
 
 class ClusterPorts(Protocol):

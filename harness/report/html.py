@@ -273,10 +273,6 @@ def _steps(s: ScenarioReport) -> str:
     )
 
 
-def _timeline(s: ScenarioReport, limit: int) -> str:
-    return _timeline_table(s.timeline, s.started_at, limit, opened=not s.ok)
-
-
 def _timeline_table(
     timeline: Sequence[TimelineEntry], started_at: float, limit: int, *, opened: bool
 ) -> str:
@@ -386,7 +382,7 @@ def scenario_section(
         _expectations(s),
         _latency(s, png),
         _steps(s),
-        _timeline(s, limit),
+        _timeline_table(s.timeline, s.started_at, limit, opened=not s.ok),
         _metrics(s),
         _processes(s, log_tails),
         "</section>",

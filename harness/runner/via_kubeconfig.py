@@ -1,20 +1,14 @@
 """The scenario library on the ``kubeconfig`` backend, against clusters it only knows by file.
 
 ``python -m harness.runner.via_kubeconfig [PATHS...] [-- PYTEST ARGS]`` (``make
-e2e-kubeconfig``): starts one ``local`` cluster per name the scenarios use (the KCP and
-every SKR name), writes ONE kubeconfig file with a context per cluster (certificates
-embedded), and runs ``pytest -m e2e PATHS --cluster-backend kubeconfig
---cluster-kubeconfig FILE`` in a separate process. That process gets nothing but the
-file's path: no Python objects, no certificate files of the local clusters, no process
-handles — what the ``kubeconfig`` backend would get from a real landscape. Scenarios run
-one after another (they share the clusters), each cleaning up after itself;
-``--shards N`` deals the files into N groups run at once, each on its own clusters and
-kubeconfig file (reports in ``--report-dir``/``shard-<n>``).
-
-Afterwards every cluster must hold exactly the namespaces, CRDs, webhook configurations
-and harness-written objects it held before the library ran (:mod:`harness.clusters.
-ownership`'s inventory); anything left over fails the run. Exit status: pytest's, or 1
-for leftovers.
+e2e-kubeconfig``): starts one ``local`` cluster per name the scenarios use, writes ONE
+kubeconfig file with a context per cluster (certificates embedded), and runs ``pytest -m
+e2e PATHS --cluster-backend kubeconfig --cluster-kubeconfig FILE`` in a separate process,
+which gets nothing but the file's path — what the backend would get from a real landscape.
+Scenarios run one after another on shared clusters, each cleaning up after itself
+(``--shards N``: N groups at once, each on its own clusters). Afterwards every cluster must
+hold exactly what it held before (:mod:`harness.clusters.ownership`'s inventory);
+leftovers fail the run. Exit status: pytest's, or 1 for leftovers.
 """
 
 from __future__ import annotations

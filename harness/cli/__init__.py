@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported here, not at the top: `python -m harness.cli.get` (what a scenario script's
     # ${{ harness.get }} runs, often in a polling loop) imports this package first, and
     # should not pay for every other command's imports (the runner, the environment).
-    from harness.cli import conformance, get, health, render, run, scenarios, up
+    from harness.cli import conformance, get, render, run, scenarios, up
 
     args_given = sys.argv[1:] if argv is None else argv
     if args_given[:1] == ["get"]:  # options and positionals intermixed, as kubectl takes them
@@ -27,7 +27,6 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     up.register(sub)
-    health.register(sub)
     get.register(sub)
     scenarios.register(sub)
     run.register(sub)

@@ -3,7 +3,8 @@
 ``up`` starts a KCP and SKRs (real kube-apiserver + etcd), the Envoy gateway, the Watcher
 controller, the Lifecycle-Manager stand-in and one Python webhook per SKR, prints where
 everything is, and tears it all down on Ctrl-C or SIGTERM. ``up --detach`` runs the same
-in the background and returns once it is ready; ``down`` stops it again. Its KCP has a
+in the background and returns once it is ready; ``down`` stops it again; ``health`` prints
+its watcher-health table. Its KCP has a
 small demo module catalog; ``up --scenario FILE`` brings up what a scenario file declares
 instead, without running its steps (:mod:`harness.cli.up_plan`). With ``--klm-command``
 the KCP's Lifecycle Manager is that command, the harness playing cert-manager, kubelets
@@ -470,6 +471,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_down = sub.add_parser("down", help="stop an environment started with `up --detach`")
     p_down.add_argument("name", nargs="?", default="default", help="the environment's --name")
     p_down.set_defaults(func=run_down)
+    p_health = sub.add_parser("health", help="print the watcher health of an `up` environment")
+    p_health.add_argument("name", nargs="?", default="default")
+    p_health.add_argument("--fail-on", choices=("broken", "degraded", "never"), default="broken")
+    p_health.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p_health.set_defaults(func=run_health)
 
 
 def _usage(problem: str) -> int:
@@ -551,3 +557,29 @@ def run(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     return down(args.name)
+
+
+def run_health(args: argparse.Namespace) -> int:
+    """The watcher-health table of environment ``args.name`` (``python -m watcher health``
+    against its KLM metrics, found through its state file)."""
+    from watcher.health import cli as health_cli
+
+    state = running(args.name)
+    if state is None:
+        print(
+            f"watcher-harness: no environment {args.name!r} is up; "
+            "`watcher-harness up --detach` starts one",
+            file=sys.stderr,
+        )
+        return 2
+    if not state.get("watcher_health") or not state.get("klm_metrics"):
+        print(
+            f"watcher-harness: environment {args.name!r} runs without watcher health "
+            "(started with --health-interval 0)",
+            file=sys.stderr,
+        )
+        return 2
+    delegated = argparse.Namespace(
+        metrics=[state["klm_metrics"]], fail_on=args.fail_on, json=args.json, timeout=10.0
+    )
+    return health_cli.run(delegated, sys.stdout, sys.stderr)

@@ -59,7 +59,7 @@ class ScenarioBuilder:
         branch: Branch = Branch.TRY,
         error: str | None = None,
     ) -> StepReport:
-        step = StepReport(name=name, status=status, duration=duration, branch=branch, error=error)
+        step = StepReport(name, status, duration, branch, error)
         self.steps.append(step)
         return step
 
@@ -103,13 +103,7 @@ class ScenarioBuilder:
         at: float | None = None,
     ) -> TimelineEntry:
         """Add a timeline entry, stamped now unless ``at`` says when it happened."""
-        entry = TimelineEntry(
-            at=self._clock() if at is None else at,
-            kind=kind,
-            source=source,
-            object=object,
-            detail=detail,
-        )
+        entry = TimelineEntry(self._clock() if at is None else at, kind, source, object, detail)
         self.timeline.append(entry)
         return entry
 

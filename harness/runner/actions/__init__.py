@@ -11,6 +11,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from harness.expect.check import Check
+from harness.expect.checks import Verdict
 from harness.faults import Fault, Part, PartFault
 from harness.kube.crds import load_yaml_documents
 from harness.report.model import TimelineKind
@@ -150,17 +152,11 @@ async def request(ctx: RunContext, op: Request) -> None:
     )
     expected = op.expect.describe()
     via = "" if op.to == "gateway" else f" directly to {op.to}"
-    result = ctx.report.expectation(
-        step=ctx.step,
-        kind="request",
-        description=f"request {op.method} {op.path}{via} as {op.identity}",
-        expected=expected,
-        actual=actual,
-        passed=passed,
-        duration=duration,
-    )
-    if not passed:
-        raise ExpectationFailed([f"{result.id}: expected {expected}; got {actual}"])
+    verdict = Verdict(passed, f"expected {expected}; got {actual}", expected, actual)
+    check = Check("request", f"request {op.method} {op.path}{via} as {op.identity}", verdict)
+    failure = expect.record(ctx, check, duration)
+    if failure is not None:
+        raise ExpectationFailed([failure])
 
 
 def _entry(

@@ -53,30 +53,25 @@ async def execute(
         )
     except OSError as exc:
         return ScriptResult(shown, None, error=f"cannot start: {exc}")
+    error = None
     try:
         async with asyncio.timeout(limit):
             out, err = await process.communicate()
     except TimeoutError:
         _kill(process)
         out, err = await process.communicate()
-        return ScriptResult(
-            shown,
-            None,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
-            time.monotonic() - started,
-            error=f"killed after its timeout of {limit:g} s",
-        )
+        error = f"killed after its timeout of {limit:g} s"
     finally:
         if process.returncode is None:  # cancelled (step timeout): leave nothing running
             _kill(process)
             await process.wait()
     return ScriptResult(
         shown,
-        process.returncode,
+        None if error else process.returncode,
         out.decode(errors="replace"),
         err.decode(errors="replace"),
         time.monotonic() - started,
+        error=error,
     )
 
 

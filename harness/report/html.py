@@ -458,6 +458,16 @@ def _summary(report: RunReport) -> str:
     )
 
 
+def _card(status: str, title: str, items: list[str]) -> str:
+    """A card listing ``items`` (nothing when there are none)."""
+    if not items:
+        return ""
+    return (
+        f'<section class="card {status}"><h2>{title} ({len(items)})</h2>'
+        f'<ul class="failures">{"".join(items)}</ul></section>'
+    )
+
+
 def _failures(report: RunReport) -> str:
     items = []
     for i, s in enumerate(report.scenarios):
@@ -470,12 +480,7 @@ def _failures(report: RunReport) -> str:
                     f'<li><a href="#{esc(e.id)}" class="mono">{esc(e.id)}</a>: '
                     f"expected <b>{esc(e.expected)}</b>, actual <b>{esc(e.actual)}</b></li>"
                 )
-    if not items:
-        return ""
-    return (
-        f'<section class="card failed"><h2>Failures ({len(items)})</h2>'
-        f'<ul class="failures">{"".join(items)}</ul></section>'
-    )
+    return _card("failed", "Failures", items)
 
 
 def _headline(a: AttemptReport) -> str:
@@ -496,12 +501,7 @@ def _flaky(report: RunReport) -> str:
             + "; ".join(esc(line) for line in first)
             + "</li>"
         )
-    if not items:
-        return ""
-    return (
-        f'<section class="card flaky"><h2>Flaky ({len(items)})</h2>'
-        f'<ul class="failures">{"".join(items)}</ul></section>'
-    )
+    return _card("flaky", "Flaky", items)
 
 
 def render_html(

@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported here, not at the top: `python -m harness.cli.get` (what a scenario script's
     # ${{ harness.get }} runs, often in a polling loop) imports this package first, and
     # should not pay for every other command's imports (the runner, the environment).
-    from harness.cli import conformance, get, render, run, scenarios, up
+    from harness.cli import conformance, get, render, run, up
 
     args_given = sys.argv[1:] if argv is None else argv
     if args_given[:1] == ["get"]:  # options and positionals intermixed, as kubectl takes them
@@ -28,7 +28,6 @@ def main(argv: list[str] | None = None) -> int:
 
     up.register(sub)
     get.register(sub)
-    scenarios.register(sub)
     run.register(sub)
     render.register(sub)
     conformance.register(sub)

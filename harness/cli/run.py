@@ -1,10 +1,17 @@
-"""``watcher-harness run FILE|DIR...``: validate every file, then run the scenarios.
+"""``watcher-harness validate``, ``list`` and ``run``: scenario files read, listed, run.
 
-An invalid file never starts a cluster (one located line per problem, exit 2); a backend
-whose tools are missing exits 3 with one line saying what to install, before anything
-starts. Exit 0 only if every scenario passed, was flaky (passed on a ``--retries``
-retry) or was skipped (it checked nothing: the reason is in the table, it never passes);
-1 otherwise. The options are in ``--help`` and docs/scenarios.md.
+``validate`` prints ``ok: <file>`` per valid file and one ``file:line:column: what; hint``
+line per problem (on stderr); exit 0 only if every file is valid, 2 otherwise. ``list``
+prints each scenario's name, tags and description. ``--selector EXPR`` (``list``, ``run``;
+repeatable, ANDed: ``tag=smoke``, ``name=spec-*``, ...) picks scenarios; a selection
+matching none exits 2 with one line.
+
+``run FILE|DIR...`` validates every file, then runs the scenarios: an invalid file never
+starts a cluster (one located line per problem, exit 2); a backend whose tools are missing
+exits 3 with one line saying what to install, before anything starts. Exit 0 only if
+every scenario passed, was flaky (passed on a ``--retries`` retry) or was skipped (it
+checked nothing: the reason is in the table, it never passes); 1 otherwise. The options
+are in ``--help`` and docs/scenarios.md.
 """
 
 from __future__ import annotations
@@ -20,13 +27,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli.scenarios import (
-    EXIT_INVALID,
-    add_selector_option,
-    nothing_selected,
-    parse_selector_args,
-    select,
-)
 from harness.clusters.selection import BACKEND_FLAGS, BackendOverride, override_from
 from harness.report import RunReport, ScenarioReport, Status
 from harness.runner.backend import missing_tools
@@ -35,7 +35,10 @@ from harness.runner.run import RunResult
 from harness.runner.summary import failure_lines, problem_lines
 from harness.scenario import Scenario
 from harness.scenario.collection import collect_scenarios
+from harness.scenario.select import SYNTAX, InvalidSelector, Selector, describe, parse_selector
+from harness.scenario.select import selected as is_selected
 
+EXIT_INVALID = 2
 EXIT_FAILED = 1
 EXIT_UNAVAILABLE = 3
 _STYLE = {
@@ -48,6 +51,15 @@ _STYLE = {
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p_validate = sub.add_parser(
+        "validate", help="check scenario files; one located line per problem"
+    )
+    p_validate.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    p_validate.set_defaults(func=validate)
+    p_list = sub.add_parser("list", help="list scenarios: name, tags, description")
+    p_list.add_argument("paths", nargs="*", default=["scenarios"], metavar="FILE|DIR")
+    add_selector_option(p_list)
+    p_list.set_defaults(func=list_scenarios)
     p = sub.add_parser("run", help="run scenarios; exit 0 only if every expectation held")
     p.add_argument("paths", nargs="+", metavar="FILE|DIR")
     p.add_argument("--junit", type=Path, metavar="FILE", help="JUnit XML, one case per check")
@@ -69,6 +81,73 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for flag in BACKEND_FLAGS:
         p.add_argument(flag.flag, metavar=flag.metavar, choices=flag.choices, help=flag.help)
     p.set_defaults(func=run)
+
+
+def add_selector_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--selector",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help=f"only scenarios matching EXPR: {SYNTAX} (shell-style patterns: 'spec-*'); "
+        "repeat to require several",
+    )
+
+
+def parse_selector_args(command: str, texts: Sequence[str]) -> tuple[Selector, ...] | None:
+    """The ``--selector`` values parsed, or None after printing the one line saying what
+    is wrong."""
+    try:
+        return tuple(parse_selector(t) for t in texts)
+    except InvalidSelector as exc:
+        print(f"watcher-harness {command}: --selector: {exc}", file=sys.stderr)
+        return None
+
+
+def select(
+    loaded: Sequence[tuple[Path, Scenario]], selectors: Sequence[Selector]
+) -> list[tuple[Path, Scenario]]:
+    return [(file, s) for file, s in loaded if is_selected(s, selectors)]
+
+
+def nothing_selected(command: str, selectors: Sequence[Selector], total: int) -> str:
+    """The one line for a selection that matches none of ``total`` scenarios."""
+    plural = "" if total == 1 else "s"
+    return (
+        f"watcher-harness {command}: --selector {describe(selectors)} matches none of the "
+        f"{total} scenario{plural} given"
+    )
+
+
+def validate(args: argparse.Namespace) -> int:
+    collected = collect_scenarios(args.paths)
+    for file in dict.fromkeys(file for file, _ in collected.scenarios):
+        print(f"ok: {file}")
+    for line in collected.problems:
+        print(line, file=sys.stderr)
+    return 0 if collected.ok else EXIT_INVALID
+
+
+def list_scenarios(args: argparse.Namespace) -> int:
+    selectors = parse_selector_args("list", args.selector)
+    if selectors is None:
+        return EXIT_INVALID
+    collected = collect_scenarios(args.paths)
+    shown = select(collected.scenarios, selectors)
+    if shown:
+        width = max(len(s.name) for _, s in shown)
+        for file, s in shown:
+            tags = ",".join(s.tags) or "-"
+            description = " ".join(s.description.split()) or "-"
+            print(f"{s.name:{width}}  [{tags}]  {description}  ({file})")
+    for line in collected.problems:
+        print(line, file=sys.stderr)
+    if not collected.ok:
+        return EXIT_INVALID
+    if collected.scenarios and not shown:
+        print(nothing_selected("list", selectors, len(collected.scenarios)), file=sys.stderr)
+        return EXIT_INVALID
+    return 0
 
 
 def _retries(text: str) -> int:

@@ -10,13 +10,12 @@ gives and which faults a KLM process's environment has.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 
-from harness.environment.any_klm import KlmEnvironment, klm_environment
+from harness.environment.any_klm import KlmEnvironment
 from harness.environment.events import FaultRecord
 from harness.environment.inject import (
     act,
@@ -26,7 +25,6 @@ from harness.environment.inject import (
     listener_fault,
     named,
 )
-from harness.environment.spec import EnvironmentSpec
 from harness.expect.observations import ReconcileSeen
 from harness.faults import Fault, FaultError, Lifecycle, Part, PartFault
 from harness.kcp.gateway.envoy import EnvoyGateway
@@ -37,7 +35,6 @@ from harness.report.model import ProcessRecordLike
 from harness.runner.session import (
     ClusterSession,
     FaultPort,
-    Session,
     WatcherPort,
     reconciles_seen,
 )
@@ -203,11 +200,4 @@ class KlmSession(ClusterSession):
         return pki.CertificateAuthority(ca.certificate, ca.key)
 
 
-@asynccontextmanager
-async def klm_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
-    """The environment around ``spec.backend.klm_command``, as a session."""
-    async with klm_environment(spec) as env:
-        yield KlmSession(env)
-
-
-__all__ = ["KlmSession", "klm_session"]
+__all__ = ["KlmSession"]

@@ -45,12 +45,13 @@ KYMA_RESOURCE = ResourceRef(group="operator.kyma-project.io", version="v1beta2",
 async def live_session(spec: EnvironmentSpec) -> AsyncIterator[Session]:
     """A real environment: the harness's own (:func:`harness.environment
     .watcher_environment`), or one around a KLM process (``--klm-command``:
-    :func:`harness.runner.klm_session.klm_session`)."""
+    :class:`harness.runner.klm_session.KlmSession`)."""
     if spec.backend.klm_command:
-        from harness.runner.klm_session import klm_session
+        from harness.environment.any_klm import klm_environment
+        from harness.runner.klm_session import KlmSession
 
-        async with klm_session(spec) as session:
-            yield session
+        async with klm_environment(spec) as klm_env:
+            yield KlmSession(klm_env)
         return
     from harness.environment import watcher_environment
 

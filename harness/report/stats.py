@@ -35,12 +35,8 @@ class LatencySummary:
         """Summary of ``values_ms``, or None when there are none."""
         if not values_ms:
             return None
-        return cls(
-            count=len(values_ms),
-            p50=percentile(values_ms, 50),
-            p99=percentile(values_ms, 99),
-            max=max(values_ms),
-        )
+        p50, p99 = percentile(values_ms, 50), percentile(values_ms, 99)
+        return cls(len(values_ms), p50, p99, max(values_ms))
 
     def __str__(self) -> str:
         return f"n={self.count} p50={self.p50:.1f} ms p99={self.p99:.1f} ms max={self.max:.1f} ms"

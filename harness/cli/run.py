@@ -29,8 +29,7 @@ from rich.table import Table
 
 from harness.clusters.selection import BACKEND_FLAGS, BackendOverride, override_from
 from harness.report import RunReport, ScenarioReport, Status
-from harness.runner.backend import missing_tools
-from harness.runner.plan import ScenarioPlan, plan_scenario
+from harness.runner.plan import ScenarioPlan, missing_tools, plan_scenario
 from harness.runner.run import RunResult
 from harness.runner.summary import failure_lines, problem_lines
 from harness.scenario import Scenario

@@ -11,13 +11,13 @@ does not apply: a :attr:`~ScenarioPlan.skip_reason`); the environment to bring u
 (:func:`harness.runner.spec.environment_spec`); and why a step is skipped
 (:func:`step_skip_reason`: what it needs of the webhook or KLM under test). Whether the
 backend's tools are on this machine is I/O, asked apart of runnable plans
-(:func:`harness.runner.backend.missing_tools`).
+(:func:`missing_tools`: kind needs its CLI and a Docker engine).
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.clusters.backends import in_cluster_reason, unsupported_reason
@@ -142,4 +142,44 @@ def step_skip_reason(step: Step, choice: BackendChoice) -> str | None:
     return reason
 
 
-__all__ = ["PlannedStep", "ScenarioPlan", "backend_refusal", "plan_scenario", "step_skip_reason"]
+ToolCheck = Callable[[BackendChoice], Awaitable[str | None]]
+"""What is missing for a backend on this machine, as one line (None: nothing)."""
+
+
+async def backend_tools(choice: BackendChoice) -> str | None:
+    """The default :data:`ToolCheck`: kind needs its CLI and a Docker engine; the other
+    backends need nothing checked up front."""
+    if choice.name != "kind":
+        return None
+    from harness.clusters.kind import KindUnavailable, SubprocessRunner, preflight
+
+    try:
+        await preflight(SubprocessRunner())
+    except KindUnavailable as exc:
+        return str(exc)
+    return None
+
+
+async def missing_tools(
+    plans: Sequence[ScenarioPlan], tools: ToolCheck = backend_tools
+) -> list[str | None]:
+    """Per plan, what its backend lacks here (None: nothing, or the plan is not runnable);
+    each backend is asked once."""
+    seen: dict[str, str | None] = {}
+    out: list[str | None] = []
+    for plan in plans:
+        choice = plan.backend
+        if choice is not None and choice.name not in seen:
+            seen[choice.name] = await tools(choice)
+        out.append(seen[choice.name] if choice is not None else None)
+    return out
+
+
+__all__ = [
+    "PlannedStep",
+    "ScenarioPlan",
+    "backend_refusal",
+    "missing_tools",
+    "plan_scenario",
+    "step_skip_reason",
+]

@@ -26,9 +26,8 @@ from harness.clusters import pool as cluster_pool
 from harness.clusters.selection import BACKEND_FLAGS, BackendOverride, override_from
 from harness.report import ReportBuilder, RunReport, ScenarioReport, Status, write_reports
 from harness.report.writer import write_text_atomic
-from harness.runner.backend import missing_tools
 from harness.runner.exclusive import measures_latency
-from harness.runner.plan import plan_scenario
+from harness.runner.plan import missing_tools, plan_scenario
 from harness.runner.run import new_run_id, run_with_retries
 from harness.runner.scenario import RunOptions
 from harness.runner.summary import failure_lines

@@ -9,8 +9,7 @@ import pytest
 
 from harness.clusters.kind import INSTALL_KIND
 from harness.clusters.selection import BackendChoice, BackendOverride
-from harness.runner.backend import missing_tools
-from harness.runner.plan import plan_scenario
+from harness.runner.plan import missing_tools, plan_scenario
 from harness.scenario import loads_scenario
 
 PLAIN = loads_scenario(

@@ -5,8 +5,8 @@ against what the environment observed (``observe``), and the report built while 
 Layers, in the order a run uses them: ``plan`` (scenario → ScenarioPlan, pure; the
 EnvironmentSpec mapping in ``spec``) → ``session`` (the environment as actions see it, and
 its fault and Watcher ports) → ``context`` (state shared by operations) →
-``actions/<verb>`` → ``steps`` (try/catch/finally, timeouts) → ``scenario`` (one plan) →
-``run`` (several, and the written reports). ``pytest_plugin`` makes scenario files pytest
+``actions`` (an executor per verb) → ``steps`` (try/catch/finally, timeouts) → ``scenario`` →
+``run`` (several plans, and the written reports). ``pytest_plugin`` makes scenario files pytest
 items; ``harness.cli.run`` is ``watcher-harness run``.
 """
 

@@ -2,12 +2,13 @@
 its steps (``steps``, one executor per operation verb in ``actions``), expectations polled
 against what the environment observed (``observe``), and the report built while it runs.
 
-Layers, in the order a run uses them: ``plan`` (scenario → ScenarioPlan, pure; the
-EnvironmentSpec mapping in ``spec``) → ``session`` (the environment as actions see it, and
-its fault and Watcher ports) → ``context`` (state shared by operations) →
-``actions`` (an executor per verb) → ``steps`` (try/catch/finally, timeouts) → ``scenario`` →
-``run`` (several plans, and the written reports). ``pytest_plugin`` makes scenario files pytest
-items; ``harness.cli.run`` is ``watcher-harness run``.
+Layers, in the order a run uses them: ``plan`` (scenario → ScenarioPlan, pure, the
+machine's tools asked apart; the EnvironmentSpec mapping in ``spec``) → ``session`` (the
+environment as actions see it, and its fault and Watcher ports) → ``context`` (state
+shared by operations) → ``actions`` (an executor per verb) → ``steps`` (try/catch/finally,
+timeouts) → ``scenario`` → ``run`` (several plans, and the written reports).
+``pytest_plugin`` makes scenario files pytest items; ``harness.cli.run`` is
+``watcher-harness run``.
 """
 
 from harness.runner.errors import (

@@ -1,26 +1,11 @@
 """What a Lifecycle Manager says in its log, read as observations — for any KLM build.
 
-A KLM the harness did not write can be observed only through what it shows anyone: the
-API objects it writes, its metrics and its log. Its log is where it says *which* Kyma it
-reconciles and *why*; its metrics count reconciles per controller only. Upstream's KLM
-logs one JSON object per line (zap, ``--log-level=2`` or higher for the reconcile
-lines)::
-
-    {"level":"LEVEL(-2)","date":"2026-11-28T00:15:03.32Z","msg":"Kyma reconciliation started",
-     "context":{"controller":"kyma","namespace":"kcp-system","name":"kyma-sample","reconcileID":"…"}}
-    {"level":"INFO","date":"…","logger":"listener",
-     "msg":"event received from SKR, adding kcp-system/kyma-sample to queue","context":{}}
-    {"level":"ERROR","date":"…","msg":"Reconciler error",
-     "context":{"controller":"kyma","namespace":"kcp-system","name":"kyma-sample","reconcileID":"…","error":"…"}}
-
-:func:`parse_record` reads such a line, :func:`observe` turns a record into an
-observation (a reconcile started, an event queued a Kyma, a reconcile failed), and
-:class:`ReconcileHistory` folds observations into reconciles with their triggers: a
-reconcile is ``watch-event`` when an event queued its Kyma since that Kyma's previous
-reconcile started (the work queue merges what arrived meanwhile), and carries the
-trigger a KLM declares itself (``context.trigger``, a capability of ours, not of
-upstream's) when there is one, and how long it waited in the queue when the KLM says so
-(``context.waited``, ours). Pure: no I/O, so hypothesis can drive it.
+A KLM the harness did not write shows which Kyma it reconciles and why only in its log
+(zap JSON lines at ``--log-level=2``: ``Kyma reconciliation started``, ``event received
+from SKR, adding <key> to queue``, ``Reconciler error``). :class:`ReconcileHistory` folds
+the observations into reconciles: one is ``watch-event`` when an event queued its Kyma
+since the previous reconcile started (the queue merges what arrived meanwhile); ours also
+declares ``context.trigger`` and ``context.waited``. Pure, so hypothesis can drive it.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """A Lifecycle Manager as a process of its own — upstream's Go KLM, or any build.
 
-The harness hands the command KLM's own flags (``--kubeconfig``, ``--leader-elect=false``,
-the bind addresses of its metrics, health probe and SKR-event listener on free loopback
-ports, ``--log-level=2`` so it logs every reconcile, the requeue intervals, the worker
-count) after whatever the user's command already says, and observes it only through
-what it shows anyone:
-
-* **its log** (JSON lines, :mod:`harness.kcp.klm_log`): which Kyma it reconciles and
-  when, which events from SKRs queued which Kyma, which reconciles failed
-  (:attr:`KlmProcess.history`);
-* **its metrics** (``/metrics`` on the metrics address: controller-runtime's
-  ``controller_runtime_reconcile_total{controller="kyma"}`` and KLM's
-  ``lifecycle_mgr_*``), summed over incarnations as counters survive a restart;
-* its readiness (``/readyz`` on the health-probe address: ready once every controller
-  started).
-
-:class:`KlmProcess` owns successive incarnations on the same ports (the gateway's route
-to the listener stays valid across a restart), stopped by process group as every owned
-process is.
+The harness appends KLM's own flags (:class:`KlmFlags`) to the user's command and observes
+it only through what it shows anyone: its log (:mod:`harness.kcp.klm_log`), its metrics
+(summed over incarnations) and ``/readyz``. :class:`KlmProcess` keeps its ports across
+restarts, so the gateway's route to its listener stays valid.
 """
 
 from __future__ import annotations

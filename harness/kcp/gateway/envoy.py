@@ -1,23 +1,11 @@
 """The KCP gateway: a real Envoy configured like Istio's ingress gateway, fed by files.
 
-:class:`EnvoyGateway` owns one Envoy process (through
-:class:`~harness.clusters.process.OwnedProcess`) and the temp directory holding its
-bootstrap and file-based xDS resources, rendered by :mod:`watcher.render.envoy` from a
-:class:`~harness.kcp.gateway.spec.GatewaySpec` (how Envoy is run and when it is ready:
-:mod:`harness.kcp.gateway.envoy_process`):
-
-* downstream mTLS on 127.0.0.1 (client certificate required, KCP CA bundle, TLS 1.3),
-  XFCC ``SANITIZE_SET``; one route per VirtualService match, catch-all 404;
-* :meth:`EnvoyGateway.update` swaps files by rename in the order ``update_sequence``
-  gives and confirms each swap on the admin endpoint (``version_text``); a swap Envoy
-  rejects raises :class:`~harness.kcp.gateway.errors.GatewayUpdateRejected`, the files
-  are rolled back and the old routes keep serving; nothing restarts Envoy;
-* :meth:`EnvoyGateway.set_fault` injects delays/aborts through RDS (no listener drain);
-* :meth:`EnvoyGateway.rotate_tls` changes the client-certificate CA bundle and/or the
-  serving certificate (rotation): Envoy reads these files only when it builds a listener,
-  so they go to new files and the listener is swapped by LDS;
-* :meth:`EnvoyGateway.stop`/:meth:`~EnvoyGateway.start`/:meth:`~EnvoyGateway.kill` let
-  fault scenarios take the gateway away and bring it back on the same port.
+:class:`EnvoyGateway` owns one Envoy process and the directory of its bootstrap and
+file-based xDS, rendered by :mod:`watcher.render.envoy` from a :class:`~.spec.GatewaySpec`.
+Every change (routes, faults, plain-HTTP destinations, rotated TLS) is swapped in by rename
+and confirmed on the admin endpoint (:mod:`.xds_files`); a rejected one is rolled back and
+the old configuration keeps serving; nothing restarts Envoy. Faults stop, kill and start
+it on the same ports.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Envoy's admin endpoint as the gateway reads it: readiness, counters, version texts.
 
-Thin I/O over ``http://127.0.0.1:<admin port>``: ``/ready``, ``/stats?format=json`` (counters
-and gauges as integers; :class:`GatewayCounters`, the ones scenarios assert on) and
-``/stats`` text (text readouts such as
-``http.<prefix>.rds.<route>.version_text``, which the JSON format does not carry in every
-Envoy version). Transport failures surface as ``aiohttp.ClientError``/``OSError``; callers
-polling for readiness turn them into "not yet".
+Text readouts such as ``http.<prefix>.rds.<route>.version_text`` come from ``/stats`` text,
+as the JSON format does not carry them in every Envoy version.
 """
 
 from __future__ import annotations

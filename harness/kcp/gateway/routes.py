@@ -1,16 +1,9 @@
 """VirtualServices in the KCP → routes in the gateway, as Istio's control plane would do.
 
-A controller on Istio's runtime (:func:`setup_route_sync`, the KLM controller shape of
-style.md "lifecycle-manager"): the shared informer lists and watches
-``networking.istio.io/v1beta1`` VirtualServices in all namespaces (re-listing on 410 Gone
-and after watch errors, with a bounded backoff); :class:`VirtualServiceSync` pushes the
-current set to the gateway, debounced, whenever it or the :class:`ServiceRegistry` changes.
-The registry stands in for cluster DNS: the harness registers
-``<svc>.<ns>.svc.cluster.local:<port>`` → the real loopback address when it starts a
-listener.
-
-A VirtualService the gateway cannot map (e.g. a regex match) is left out and reported in
-:attr:`VirtualServiceSync.invalid`, as Istio skips a bad route instead of dropping all.
+A controller on Istio's runtime (:func:`setup_route_sync`) pushes every VirtualService to
+the gateway, debounced, whenever they or the :class:`ServiceRegistry` (cluster DNS for
+the listeners the harness starts) change. One the gateway cannot map is left out and
+reported in :attr:`VirtualServiceSync.invalid`, as Istio skips a bad route.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Envoy's file-based xDS: write by rename, confirm on the admin endpoint, roll back.
 
-Envoy notices a change only when a file is renamed into its watched directory, and says
-whether it took it only through admin stats (``version_text``, ``update_rejected``).
-:class:`XdsFiles` turns that into one call: :meth:`XdsFiles.swap` writes the files of a
-new configuration in the order ``update_sequence`` gives, confirms each one before the
-next, and on any failure puts back the files of the last confirmed configuration (so a
-restart serves it too).
+Envoy notices a change only when a file is renamed into its watched directory, and tells
+whether it took it only in admin stats. :meth:`XdsFiles.swap` writes the files in the order
+``update_sequence`` gives, confirms each, and on failure puts back the last confirmed ones
+(so a restart serves them too).
 """
 
 from __future__ import annotations

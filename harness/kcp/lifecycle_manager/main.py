@@ -1,23 +1,10 @@
 """``watcher-klm``: our Lifecycle Manager as a process of its own, set up as KLM's
 ``cmd/main.go`` sets up upstream's.
 
-It takes KLM's flag names (those the harness passes any KLM, :class:`harness.kcp
-.klm_process.KlmFlags`), talks to the KCP only through ``--kubeconfig`` and shows itself
-only as upstream's does: API objects, a zap-style JSON log (``Kyma reconciliation
-started``, ``event received from SKR, adding <key> to queue``, ``Reconciler error``; ours
-adds ``context.trigger``), metrics on ``--metrics-bind-address`` and ``/readyz`` on
-``--health-probe-bind-address``. Like upstream's it needs the platform a KCP has — cert-
-manager for the certificates, KLM's CA and Gateway, a kubelet in every SKR — which the
-harness plays (:mod:`harness.environment.any_klm`). The manager and its controllers, one
-line each (style.md "lifecycle-manager"):
-
-- the manager with the Kyma controller: :class:`~.manager.LifecycleManager`, its reconcile
-  :class:`~.kyma.reconcile.KymaReconcile`, the Runtime Watcher deployed by
-  :class:`~.skr_deployment.SkrDeployment`, SKR events on
-  ``--kyma-skr-listener-bind-address`` (XFCC from Istio's sidecar, SAN pinning);
-- Watcher: :func:`~.watcher_controller.setup_watcher_controller` (VirtualServices);
-- Manifest: :func:`~.manifest_controller.setup_manifest_controller`;
-- gateway Secret: :func:`~.certificates.gateway_from_ca.setup_gateway_secret_from_ca`.
+It takes KLM's flag names (:class:`harness.kcp.klm_process.KlmFlags`) and shows itself only
+as upstream's does — API objects, a zap-style JSON log, metrics and ``/readyz`` — and needs
+the platform a KCP has (cert-manager, KLM's CA and Gateway, a kubelet per SKR), which the
+harness plays (:mod:`harness.environment.any_klm`).
 """
 
 from __future__ import annotations

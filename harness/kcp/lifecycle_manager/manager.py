@@ -1,22 +1,12 @@
 """KLM's Kyma controller: what makes a Kyma reconcile (events from SKRs among them).
 
-What it shares with KLM (reference §7, klm-reference §1): every KCP Kyma is reconciled at
-startup, when it appears, when its generation or labels change (not on status- or
-annotation-only changes), and then requeued after the interval for its outcome (5 min when
-Ready; errors back off per key 5 s → 30 s, reset by a success); a Kyma labelled
-``operator.kyma-project.io/skip-reconciliation: "true"`` is not reconciled; an event from an SKR
-(``/v2/lifecycle-manager/event``) enqueues the one Kyma in ``kcp-system`` whose label
-``kyma-project.io/runtime-id`` equals the event's runtime id, logging
-``event received from SKR, adding kcp-system/<kyma> to queue``; zero or several matches
-drop the event (logged and counted). The work queue collapses duplicates.
-
-Shape (style.md, "lifecycle-manager"): :class:`LifecycleManager` is KLM's controller
-runtime (:class:`~.queue.runtime.ControllerRuntime`) with the Kyma controller set up on it
-(:meth:`LifecycleManager.setup`, KLM's ``SetupWithManager``): ``KymaCache`` (an index over
-the shared Kyma informer, ``lookup`` for SAN pinning) and ``ListenerHost`` (the owned
-listener, restartable on the same port) feed its ``Reconciler`` (queue, requeue intervals,
-record of every reconcile); the other controllers are set up on the same runtime.
-``observers`` see every event the manager handles (the harness's event log).
+As KLM (reference §7, klm-reference §1): every KCP Kyma is reconciled at startup, when it
+appears, when its generation or labels change, and then requeued by outcome; a Kyma
+labelled ``skip-reconciliation`` is not; an SKR event enqueues the one Kyma whose
+``kyma-project.io/runtime-id`` label is the event's runtime id (logging ``event received
+from SKR, adding kcp-system/<kyma> to queue``), zero or several matches drop it.
+:class:`LifecycleManager` is KLM's controller runtime with this controller set up on it
+(:meth:`LifecycleManager.setup`); the other controllers are set up on the same runtime.
 """
 
 from __future__ import annotations

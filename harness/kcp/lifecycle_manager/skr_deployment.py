@@ -1,16 +1,10 @@
 """The Runtime Watcher as upstream's KLM deploys it: resources applied to the SKR.
 
-In each reconcile of a Kyma (klm-reference §2.5) the KLM process (``watcher-klm``) gets
-the runtime's certificate from cert-manager (:mod:`.certificates.cert_manager_client`) and
-server-side applies the SKR webhook set of :func:`watcher.render.skr_manifests
-.render_skr_manifests` into the Kyma's SKR — Namespace, ServiceAccount, PriorityClass,
-the ``skr-webhook-tls`` Secret, Services, Deployment (image ``…/runtime-watcher:<tag>``,
-``KCP_ADDR`` from KLM's Gateway ``kcp-system/klm-watcher``), NetworkPolicies and the
-ValidatingWebhookConfiguration from every Watcher with a *service* clientConfig. A new
-certificate restarts the pods through the template annotation
-``operator.kyma-project.io/pod-restart-trigger``. Whoever runs the SKR's pods (a kubelet)
-makes the Deployment ready; until it is, :class:`WebhookPending` keeps the Kyma
-``Processing``. Deleting the Kyma removes the set again (the namespace stays).
+For the KLM process (``watcher-klm``): the certificate comes from cert-manager
+(:mod:`.certificates.cert_manager_client`) and the SKR webhook set of
+:func:`watcher.render.skr_manifests.render_skr_manifests` is applied into the SKR, with
+the certificate's serial on the pod template so a new one restarts the pods. Until a
+kubelet made the Deployment ready, :class:`WebhookPending` keeps the Kyma ``Processing``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """KLM's SKR webhook manager: the Runtime Watcher deployed by every Kyma reconcile.
 
-In each reconcile of a Kyma (klm-reference §2.5) KLM makes sure the runtime's client
-certificate is current (:class:`~.certificates.client.KymaCertificates`, the KCP Secret
-``istio-system/<kyma>-webhook-tls``), copies it to the SKR's
-``kyma-system/skr-webhook-tls`` and applies the SKR webhook resources with the
-ValidatingWebhookConfiguration rendered from **all** Watchers — so whatever the SKR lost
-or someone altered is back after the next reconcile, and a Watcher change reaches an SKR
-at its next reconcile. Deleting the Kyma removes them from the SKR again.
-
-The SKR side is reached through an :class:`SkrWebhook` per Kyma (the environment's
-installation: a webhook process on this host, or the Deployment in the SKR), so this
-module decides *what* each SKR gets and the installation knows *how*.
+Each reconcile (klm-reference §2.5) keeps the runtime's certificate current and puts the
+SKR's webhook Secret and configuration (from **all** Watchers) back as they should be, so
+whatever the SKR lost is back after the next reconcile. This decides *what* each SKR gets;
+its :class:`SkrWebhook` (a process on this host, or a Deployment) knows *how*.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The Watcher controller on the KCP: Watcher CR → VirtualService, status, finalizer.
 
-For each ``operator.kyma-project.io/v1beta2`` Watcher (all namespaces by default): add the
-finalizer ``operator.kyma-project.io/watcher``; report ``Processing`` for a generation not
-yet handled; validate (``parse_watcher``) and render (``render_virtual_service`` with the
-Gateways its ``spec.gateway.selector`` matches); apply the VirtualService (owned by the
-Watcher); report ``Ready`` with condition ``VirtualService=True``. An invalid Watcher (or
-one no Gateway matches) gets ``Error`` with the reasons in the condition message and no
-VirtualService. On deletion the VirtualService is deleted explicitly (these API servers run
-no garbage collector) and the finalizer removed. Gateway changes re-reconcile every Watcher.
-
-``on_change`` callbacks receive the current valid Watchers (sorted by namespace/name)
-whenever that list changes, so the SKR installer can re-render every SKR's webhook
-configuration at once (bursts coalesce into one call).
+A valid Watcher (one a Gateway matches) gets its VirtualService and ``Ready``; an invalid
+one ``Error`` with the reasons and no VirtualService. On deletion the VirtualService is
+deleted explicitly (these API servers run no garbage collector), but only after the SKRs
+stopped sending its events. ``on_change`` callbacks get the valid Watchers whenever that
+list changes, so every SKR's webhook configuration is re-rendered at once.
 """
 
 from __future__ import annotations

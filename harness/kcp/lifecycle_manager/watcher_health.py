@@ -1,34 +1,14 @@
 """KLM's watcher health: every Kyma whose Runtime Watcher is installed is probed.
 
-The product's :class:`~watcher.health.monitor.HealthMonitor` does the judging; this is the
-Lifecycle Manager's use of it, set up on KLM's runtime like its other controllers
-(:func:`setup_watcher_health`: its listener and monitor run there, its transitions feed
-the Kyma controller):
-
-* **membership** comes from the Kyma reconcile: once its watcher step installed the
-  watcher, :meth:`WatcherHealth.watch` adds the runtime (idempotent), and the status step
-  writes the ``WatcherHealth`` condition from :meth:`condition`; deleting the Kyma
-  :meth:`forget`\\ s it;
-* **heartbeats** are server-side applies of ``kyma-system/watcher-health-heartbeat`` into
-  the SKR, through the same kubeconfig Secret the reconcile uses. The API server's answer
-  tells a write the SKR refused or never answered (``SkrWriteFailed``: unreachable, 401,
-  403, ...) from one whose admission webhook could not be called (500 ``failed calling
-  webhook``, with ``failurePolicy: Fail``): that one reached the watcher's side of the path
-  and counts as written without an echo (``NoEvent``), as does a write the webhook held
-  for seconds before the API server admitted it;
-* **echoes** arrive at the ``watcher-health`` listener (Service
-  ``watcher-health-events.kcp-system:8083``, the health Watcher's ``serviceInfo``), behind
-  the same gateway and with the same verify hooks as KLM's own listener; a refusal with a
-  known runtime (SAN mismatch, ...) is evidence for that runtime;
-* **transitions** enqueue the runtime's Kyma: ``watcher-recovered`` on the way back to
-  Healthy — the catch-up reconcile that acts on what the watcher missed — and
-  ``watcher-health`` on any other change, which writes the condition and re-installs the
-  watcher (a deleted configuration is repaired by it).
-
-Condition ``WatcherHealth`` (type, status, reason, message, lastTransitionTime):
-``True``/``HeartbeatReceived`` when Healthy; ``False`` with the evidence's reason
-(``NoEvent``, ``SkrWriteFailed``, ``EventRefused``, ``SlowRoundTrip``) when Degraded or
-Broken; ``Unknown``/``NoHeartbeatYet`` before the first echo.
+The product's :class:`~watcher.health.monitor.HealthMonitor` judges; this is KLM's use of
+it, set up on KLM's runtime (:func:`setup_watcher_health`). The Kyma reconcile adds a
+runtime once its watcher is installed and writes the ``WatcherHealth`` condition;
+heartbeats are server-side applies of ``kyma-system/watcher-health-heartbeat`` into the
+SKR (a write whose admission webhook could not be called reached the watcher's side of the
+path: it counts as written without an echo); echoes arrive at the ``watcher-health``
+listener behind the same gateway and verify hooks as KLM's own; a transition enqueues the
+runtime's Kyma — ``watcher-recovered`` on the way back to Healthy (the catch-up reconcile
+for what the watcher missed), ``watcher-health`` otherwise (which repairs the watcher).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Per-Kyma client certificates through cert-manager, as upstream's KLM gets them.
 
-When our KLM runs as its own process (``watcher-klm``) it does not sign anything itself:
-like upstream's it writes a cert-manager ``Certificate`` ``istio-system/<kyma>-webhook-tls``
-(issuer ``klm-watcher-selfsigned``, the CA Issuer of KLM's deployment config; CN = runtime
-id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names, RSA 4096, 60 days,
-renewed 30 days before) and waits for the Secret cert-manager issues into. A certificate
-issued before the gateway Secret's ``caAddedToBundleAt`` is re-issued by setting the
-Certificate's ``Issuing`` condition (what ``cmctl renew`` does); until the new one is there
-``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1.
-
-Until the Secret exists the reconcile is not done: :class:`CertificatePending` keeps the
-Kyma ``Processing`` (requeued at the busy interval), as upstream's KLM does.
+``watcher-klm`` signs nothing itself: it writes a cert-manager ``Certificate``
+``istio-system/<kyma>-webhook-tls`` and waits for the Secret cert-manager issues, keeping
+the Kyma ``Processing`` meanwhile (:class:`CertificatePending`). One issued before
+``caAddedToBundleAt`` is re-issued through the ``Issuing`` condition (``cmctl renew``).
 """
 
 from __future__ import annotations

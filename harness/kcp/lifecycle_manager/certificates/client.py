@@ -1,18 +1,10 @@
 """Per-Kyma client certificates ``istio-system/<kyma>-webhook-tls`` (klm-reference §3).
 
-In each Kyma reconcile KLM makes sure its runtime has a certificate (cert-manager issues
-it; ours issues it here, from :attr:`GatewaySecretManager.issuing_ca`): CN = the runtime
-id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names (plus what this
-host's API servers dial, added by the environment's ``issue`` function). It is issued
-again when :func:`~.policy.client_renewal_reason` names a reason — above all when it
-predates ``caAddedToBundleAt`` — and the reconcile copies the result to the SKR.
-
-``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1 from the moment a Kyma's
-certificate is due (a new CA arrived, or the reconcile found a reason) until it has been
-issued again; a Kyma whose SKR cannot be reached shows 1 for as long as that lasts.
-
-``pinned`` Kymas keep what was first issued for them (a fault scenario's deliberately
-broken certificate: wrong SAN, expired, foreign CA); only a missing Secret is re-issued.
+Each Kyma reconcile makes sure its runtime has a certificate, issued here from
+:attr:`GatewaySecretManager.issuing_ca` and again when :func:`~.policy
+.client_renewal_reason` names a reason (above all: it predates ``caAddedToBundleAt``).
+``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1 from the moment one is due
+until it has been issued again. ``pinned`` Kymas keep a fault's deliberately broken one.
 """
 
 from __future__ import annotations

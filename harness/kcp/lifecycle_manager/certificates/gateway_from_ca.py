@@ -1,13 +1,9 @@
 """The gateway Secret ``istio-system/klm-istio-gateway`` from cert-manager's CA, as upstream.
 
-With cert-manager issuing KLM's CA (the Secret ``istio-system/klm-watcher`` of KLM's
-deployment config, a CA whose SANs are the gateway's host), KLM's gateway-secret handler
-keeps the Secret Istio's ingress serves: ``ca.crt`` = every unexpired CA, newest first,
-annotated ``caAddedToBundleAt`` (when the newest arrived); ``tls.crt``/``tls.key`` = the CA
-itself, switched to a new CA only once it has been in the bundle for the grace period, so
-every SKR trusts it first (klm-reference §3). The decisions are :mod:`.policy`'s; this
-module only reads the CA Secret and writes the gateway Secret: a controller of one key on
-KLM's runtime, requeued every ``poll`` seconds (style.md "lifecycle-manager").
+With cert-manager issuing KLM's CA (Secret ``istio-system/klm-watcher``), KLM keeps the
+Secret Istio's ingress serves: every unexpired CA, newest first, and the CA itself as the
+serving certificate, switched to a new CA only after the grace period so every SKR trusts
+it first (klm-reference §3, decisions in :mod:`.policy`); one key, polled.
 """
 
 from __future__ import annotations

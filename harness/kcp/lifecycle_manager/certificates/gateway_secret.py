@@ -1,21 +1,11 @@
 """KLM's CA and the gateway Secret ``istio-system/klm-istio-gateway`` (klm-reference §3).
 
-:class:`GatewaySecretManager` owns the CAs the watcher's certificates come from. It keeps
-the gateway Secret true to :mod:`.policy`: ``ca.crt`` is every unexpired CA, newest first;
-annotation ``caAddedToBundleAt`` says when the newest arrived; ``tls.crt``/``tls.key`` are
-the gateway's serving certificate, from the CA that has been in the bundle for the grace
-period. Its controller (one key; style.md "lifecycle-manager": a reconcile that returns
-when it is due again) runs :meth:`GatewaySecretManager.tick` and is requeued at the next
-deadline (a CA due for renewal, a serving switch, an expiry; at most :data:`MAX_SLEEP`),
-1 s after a failed write; :meth:`GatewaySecretManager.rotate` makes a new CA at once
-(``fault: {rotate: ca}``).
-
-Ordering, so that no delivery fails: a new CA becomes the **issuing** CA (what
-:class:`~harness.kcp.lifecycle_manager.certificates.client.KymaCertificates` signs with) only after
-``confirm`` returned for the bundle holding it — the environment waits there until the
-gateway trusts the bundle, as Istio's SDS push would have done by the time cert-manager
-re-issues. Upstream the CA itself doubles as the serving certificate; ours issues a
-serving certificate from it (with the SANs the SKR webhooks dial), see ``docs/klm.md``.
+:class:`GatewaySecretManager` owns the CAs and keeps the Secret true to :mod:`.policy`
+through a controller of one key that is requeued at the next deadline (at most
+:data:`MAX_SLEEP`). So that no delivery fails, a new CA issues client certificates only
+after ``confirm`` returned for the bundle holding it — the environment waits there until
+the gateway trusts the bundle, as Istio's SDS push would have. Upstream the CA doubles as
+the serving certificate; ours issues one from it (with the SANs the SKR webhooks dial).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """When KLM renews, trusts and serves which certificate (klm-reference §3), as pure decisions.
 
-KLM's rotation keeps every SKR connected while its CA changes:
-
-1. a new CA enters the gateway's bundle (newest first) and ``caAddedToBundleAt`` is set,
-   so the gateway trusts client certificates of the old and the new CA;
-2. each Kyma reconcile re-issues a client certificate issued before that instant (its
-   Secret carries the new bundle to the SKR, so the webhook trusts both gateway CAs);
-3. only after a grace period does the gateway serve a certificate of the new CA;
-4. a CA leaves the bundle when it expires.
-
-These functions take the state and a moment and say what is due, so the timing rules can
-be tested with hypothesis without clocks, keys or API servers. Times are aware UTC
-datetimes; X.509 validity has whole seconds, so instants are compared at that precision.
+KLM's rotation keeps every SKR connected while its CA changes: a new CA enters the
+gateway's bundle (``caAddedToBundleAt``), each Kyma reconcile re-issues a client
+certificate issued before that, the gateway serves the new CA only after a grace period,
+and a CA leaves the bundle when it expires. Pure, so hypothesis can test the timing rules
+without clocks or keys; X.509 has whole seconds, so instants compare at that precision.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What the KCP knows about Kymas, kept current by the shared Kyma informer: runtime id → Kyma.
+"""What the KCP knows about Kymas, kept current by the shared Kyma informer.
 
-The Lifecycle Manager stand-in resolves each SKR event (which names a runtime id, the
-client certificate's CN) to the KCP Kyma labelled ``kyma-project.io/runtime-id`` with that
-id, and SAN pinning needs that Kyma's annotations; both read this cache instead of asking
-the API server per event. ``lookup`` has the signature ``watcher.listener.san_pinning``
-expects.
+Each SKR event (naming a runtime id) resolves to its KCP Kyma, and SAN pinning needs that
+Kyma's annotations: both read this index instead of asking the API server per event.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Which Manifests a Kyma needs, from the SKR Kyma's ``spec.modules`` and the catalog. Pure.
 
-KLM's order (klm-reference §2.4): each entry of the SKR Kyma's ``spec.modules`` (``name``,
-optional ``channel`` overriding ``spec.channel``, ``managed`` default true) is resolved
-through the module's ModuleReleaseMeta (channel → version) to the ModuleTemplate of that
-module and version. A resolved module gets one Manifest in ``kcp-system``; an unknown
-module or channel gets an ``Error`` entry in the Kyma's ``status.modules`` and no Manifest,
-while the other modules proceed. Internal and beta templates reach only Kymas carrying
-the same label (``catalog_visible``).
-
-Our Manifest names are ``<kyma>-<module>`` (KLM appends a hash); a ModuleTemplate
-annotated ``INSTALL_ANNOTATION: fail`` gives a Manifest that the Manifest stand-in turns
-``Error`` — the harness's "broken module" fixture.
+KLM's order (klm-reference §2.4): channel → version through the ModuleReleaseMeta, then the
+ModuleTemplate; an unknown module or channel is an ``Error`` entry while the others
+proceed. Our Manifests are ``<kyma>-<module>`` (KLM appends a hash); a ModuleTemplate
+annotated ``INSTALL_ANNOTATION: fail`` is the harness's "broken module" fixture.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """One Kyma reconcile, in KLM's order (klm-reference §2), against the real API servers.
 
-1. Read the KCP Kyma (gone → nothing to do; being deleted → :meth:`KymaReconcile.delete`);
-   make sure it carries KLM's finalizer.
-2. **SKR access** through the kubeconfig Secret (:mod:`.skr_access`); failure → ``Error``.
-3. **Kyma sync**: on first contact the Kyma CRD and the catalog CRDs go into the SKR and
-   the SKR Kyma ``kyma-system/default`` is created from the KCP Kyma's spec; from then on
-   the SKR Kyma's spec is the desired state (it is never copied back).
-4. **Catalog**: the ModuleTemplates and ModuleReleaseMetas of ``kcp-system`` that the Kyma
-   may see are copied to the SKR (and copies no longer in the catalog removed).
-5. **Manifests**: one per resolved module (:mod:`.modules`), stale ones deleted.
-6. **Status**: computed once (:mod:`.status`), written to the KCP Kyma and the SKR Kyma
-   when it says something new. The outcome (requeue interval) follows the state.
-
-5b. **Runtime Watcher** (given a ``watcher``, the
-   :class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`): the runtime's certificate
-   ensured in the KCP and copied to the SKR, the SKR's ``skr-webhook-tls`` Secret and
-   ``skr-webhook`` configuration (from all Watchers) put back if lost or altered
-   (condition ``SKRWebhook``).
-
-Deletion (finalizer ``operator.kyma-project.io/Kyma``): the state ``Deleting``, the Kyma's
-Manifests, then the SKR's watcher resources, the SKR Kyma, the catalog copies and KLM's
-CRDs there (as upstream's KLM leaves the SKR; ``kyma-system`` stays), the KCP
-certificate, then the finalizer. An SKR that cannot be reached keeps the finalizer
-(requeued with backoff) unless its kubeconfig Secret is gone — then there is nothing
-left to clean up there.
+Read the KCP Kyma (with KLM's finalizer); reach the SKR through the kubeconfig Secret
+(:mod:`.skr_access`); on first contact install the CRDs and create the SKR Kyma, whose spec
+is the desired state from then on (never copied back); copy the catalog the Kyma may see;
+one Manifest per resolved module (:mod:`.modules`); the Runtime Watcher (given a
+``watcher``); then one status (:mod:`.status`) for both Kymas, whose state decides the
+requeue. Deletion leaves the SKR as upstream's KLM does (``kyma-system`` stays); an SKR
+that cannot be reached keeps the finalizer unless its kubeconfig Secret is gone.
 """
 
 from __future__ import annotations

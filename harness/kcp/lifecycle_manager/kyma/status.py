@@ -1,14 +1,9 @@
 """A Kyma's status from what one reconcile found. Pure.
 
-KLM writes the KCP Kyma's status and copies it to the SKR Kyma (klm-reference §2.2, §2.6):
-``state``, ``modules[]``, ``conditions`` and ``lastOperation``. Our aggregation, in KLM's
-order of severity: any module ``Error`` (or a failed step) → ``Error``; else any
-``Warning`` → ``Warning``; else any module not yet ``Ready`` → ``Processing``; else
-``Ready``. Condition types are ours and stable: ``ModuleCatalog`` (the catalog reached the
-SKR), ``Modules`` (every module Ready), ``SKRWebhook`` (the Runtime Watcher is installed in
-the SKR; only when the reconcile manages it). A condition keeps its ``lastTransitionTime`` while
-its status stays the same, and ``lastOperation`` keeps its time while the message stays
-the same, so a reconcile that changes nothing writes nothing.
+KLM writes the KCP Kyma's status and copies it to the SKR Kyma (klm-reference §2.2, §2.6).
+The state goes by severity (Error, Warning, Processing, Ready); condition types are ours
+and stable. Times are kept while nothing changes, so a reconcile that changes nothing
+writes nothing.
 """
 
 from __future__ import annotations

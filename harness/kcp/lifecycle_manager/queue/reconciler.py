@@ -1,13 +1,10 @@
 """A controller of the KCP: its reconcile loop, requeue by outcome, and its record.
 
-Every controller of the Lifecycle Manager stand-in (and of the gateway) is one of these, set
-up on a :class:`~.runtime.ControllerRuntime` (controller-runtime's controller: a
-``Reconcile`` returning a requeue decision, style.md "lifecycle-manager"). Keys are
-``"namespace/name"``. After each reconcile the key is requeued (trigger ``requeue-timer``)
-after the interval for its outcome, as KLM does, or after the seconds the reconcile returned
-(``Result{RequeueAfter}``); watch events and the startup add keys directly. Every reconcile
-is recorded (when, why — the merged triggers —, how long after the first trigger, outcome)
-so tests and reports can ask "was kyma X reconciled because of an event, and how fast?"."""
+Every controller here is one of these, set up on a :class:`~.runtime.ControllerRuntime`
+(controller-runtime's ``Reconcile`` returning a requeue decision). After each reconcile the
+key is requeued after the interval for its outcome, as KLM does, or after the seconds the
+reconcile returned; every reconcile is recorded (when, why, how long after the first
+trigger, outcome) so tests and reports can ask why and how fast a Kyma was reconciled."""
 
 from __future__ import annotations
 

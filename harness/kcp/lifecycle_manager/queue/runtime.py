@@ -1,20 +1,10 @@
 """One controller runtime for every KCP controller: shared informers, controllers, runnables.
 
-controller-runtime's manager as KLM uses it (style.md, "lifecycle-manager": every controller
-a ``Reconcile`` plus a ``SetupWithManager`` that states its watches; ``cmd/main.go`` wires
-them one line each). A controller's setup function asks the runtime for
-
-* :meth:`ControllerRuntime.controller` — a :class:`~.reconciler.Reconciler` (the work queue,
-  its workers, requeue by outcome and the record) around the controller's reconcile;
-* :meth:`ControllerRuntime.watch` — a handler on the shared :class:`Informer` of a resource
-  (one list+watch per resource and namespace, whoever watches it, as the manager's cache):
-  the handler is the watch's predicate and its mapping to keys (``enqueue`` or not);
-* :meth:`ControllerRuntime.add` — anything else that runs as long as the manager (a listener,
-  a monitor: ``mgr.Add(runnable)``).
-
-``async with runtime:`` starts the informers and waits until each has listed (the caches
-synced), then the controllers' workers, then the runnables; it unwinds in reverse
-(kopf/aiohttp: one owner, resources as async context managers).
+controller-runtime's manager as KLM uses it: a controller's setup function asks for a
+:meth:`~ControllerRuntime.controller`, :meth:`~ControllerRuntime.watch`\\ es a shared
+:class:`Informer` (one list+watch per resource and namespace, as the manager's cache) and
+:meth:`~ControllerRuntime.add`\\ s what else runs as long as the manager. ``async with``
+starts the informers and waits for their caches, then the controllers, then the runnables.
 """
 
 from __future__ import annotations

@@ -10,13 +10,13 @@ list changes, so every SKR's webhook configuration is re-rendered at once.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.kcp.lifecycle_manager.kyma.status import condition, timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
@@ -46,10 +46,6 @@ FIELD_MANAGER = "watcher-controller"
 WatchersChanged = Callable[[list[Watcher]], Awaitable[None]]
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def desired_status(
     current: Mapping[str, Any] | None,
     *,
@@ -60,25 +56,12 @@ def desired_status(
     generation: int,
 ) -> dict[str, Any]:
     """The Watcher status to write; keeps lastTransitionTime while the condition holds."""
-    status = "True" if ready else "False"
-    old = next(
-        (c for c in (current or {}).get("conditions") or [] if c.get("type") == CONDITION_TYPE),
-        None,
-    )
-    transition = old.get("lastTransitionTime") if old and old.get("status") == status else None
+    before = (current or {}).get("conditions") or []
+    kept = condition(CONDITION_TYPE, ready, reason, message, before, timestamp())
     return {
         "state": state,
         "observedGeneration": generation,
-        "conditions": [
-            {
-                "type": CONDITION_TYPE,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": transition or _now(),
-            }
-        ],
+        "conditions": [{**kept, "observedGeneration": generation}],
     }
 
 

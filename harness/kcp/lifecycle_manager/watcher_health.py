@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import Reconciler
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
@@ -59,13 +60,12 @@ def health_condition(health: RuntimeHealth, since: float) -> dict[str, Any]:
         message = f"{health.state.value}: {message}" + (
             f" ({health.detail})" if health.detail else ""
         )
-    when = dt.datetime.fromtimestamp(since, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "type": CONDITION_TYPE,
         "status": status,
         "reason": health.reason.value,
         "message": message,
-        "lastTransitionTime": when,
+        "lastTransitionTime": timestamp(since),
     }
 
 

@@ -20,6 +20,7 @@ from harness.kcp.lifecycle_manager.certificates.client import KymaCertificate, s
 from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
 from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUBJECT
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
@@ -129,13 +130,12 @@ class CertManagerCertificates:
         conditions = list((current.get("status") or {}).get("conditions") or [])
         if any(c.get("type") == "Issuing" and c.get("status") == "True" for c in conditions):
             return
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         issuing = {
             "type": "Issuing",
             "status": "True",
             "reason": "ManuallyTriggered",
             "message": "the certificate predates the newest CA in the gateway bundle",
-            "lastTransitionTime": now,
+            "lastTransitionTime": timestamp(),
         }
         kept = [c for c in conditions if c.get("type") != "Issuing"]
         body = {"status": {"conditions": [*kept, issuing]}}

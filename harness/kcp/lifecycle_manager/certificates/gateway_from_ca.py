@@ -17,6 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.lifecycle_manager.certificates.gateway_secret import KEY
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
@@ -38,10 +39,6 @@ DEFAULT_GRACE: Final = policy.CertificateTimings().grace
 
 CA_SECRET: Final = "klm-watcher"
 """cert-manager's Secret of KLM's CA (``config/watcher`` in KLM's deployment)."""
-
-
-def _rfc3339(moment: dt.datetime) -> str:
-    return policy.whole_second(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class GatewaySecretFromCa:
@@ -95,7 +92,7 @@ class GatewaySecretFromCa:
             ISTIO_NAMESPACE,
             {"tls.crt": self._serving[0], "tls.key": self._serving[1], "ca.crt": bundle},
             labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
-            annotations={CA_ADDED_ANNOTATION: _rfc3339(self._bundle[0].added_at)},
+            annotations={CA_ADDED_ANNOTATION: timestamp(self._bundle[0].added_at)},
         )
         await create_or_replace(self.api, SECRETS, body)
         logger.info("gateway Secret written: %d CA(s) in the bundle", len(self._bundle))

@@ -21,6 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome, Reconciler
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kcp.tls_secret import tls_secret
@@ -144,7 +145,7 @@ class GatewaySecretManager(Service):
             data,
             labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
             annotations={
-                CA_ADDED_ANNOTATION: self.ca_added_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                CA_ADDED_ANNOTATION: timestamp(self.ca_added_at),
                 SERVING_CA_ANNOTATION: self.serving_ca.common_name,
             },
         )

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 RECONCILE_STARTED = "Kyma reconciliation started"
 RECONCILE_FINISHED = "Kyma reconciliation finished"
@@ -25,6 +25,34 @@ RECONCILER_ERROR = "Reconciler error"
 KYMA_CONTROLLER = "kyma"
 EVENT_QUEUED = re.compile(r"^event received from SKR, adding (?P<key>[^\s/]+/[^\s/]+) to queue$")
 WATCH_EVENT = "watch-event"
+
+
+class _Reconciled(Protocol):
+    @property
+    def at(self) -> float: ...
+
+    @property
+    def kyma(self) -> str: ...
+
+    @property
+    def triggers(self) -> frozenset[str]: ...
+
+
+R = TypeVar("R", bound=_Reconciled)
+
+
+def matching(
+    records: Iterable[R], kyma: str | None, trigger: str | None, since: float | None
+) -> list[R]:
+    """The reconciles of ``kyma`` ("namespace/name") with ``trigger``, started at or after
+    ``since`` (None: any), in order."""
+    return [
+        r
+        for r in records
+        if (kyma is None or r.kyma == kyma)
+        and (trigger is None or trigger in r.triggers)
+        and (since is None or r.at >= since)
+    ]
 
 
 @dataclass(frozen=True)
@@ -229,12 +257,4 @@ class ReconcileHistory:
     def of(
         self, kyma: str | None = None, trigger: str | None = None, since: float | None = None
     ) -> list[ObservedReconcile]:
-        """Reconciles of ``kyma`` ("namespace/name"), with ``trigger``, started at or after
-        ``since``."""
-        return [
-            r
-            for r in self.reconciles
-            if (kyma is None or r.kyma == kyma)
-            and (trigger is None or trigger in r.triggers)
-            and (since is None or r.at >= since)
-        ]
+        return matching(self.reconciles, kyma, trigger, since)

@@ -21,6 +21,7 @@ from harness.clusters.process import ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
+from harness.kcp.lifecycle_manager.queue.reconciler import first_of
 
 logger = logging.getLogger("harness.kcp.klm_process")
 
@@ -205,22 +206,18 @@ class KlmProcess(CountingIncarnations):
         timeout: float = 10.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
     ) -> ObservedReconcile:
         """The first reconcile of ``kyma`` (with ``trigger``, since ``since``) in the log."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    self._changed.clear()
-                    found = self.reconciles(kyma, trigger, since)
-                    if found:
-                        return found[0]
-                    await self._changed.wait()
-        except TimeoutError:
+        found = await first_of(
+            lambda: self.reconciles(kyma, trigger, since), self._changed, timeout
+        )
+        if found is None:
             seen = self.reconciles(kyma)
             raise KlmProcessError(
                 f"no reconcile of {kyma}"
                 + (f" triggered by {trigger}" if trigger else "")
                 + f" within {timeout:g} s; the log shows {len(seen)} reconcile(s) of it"
                 + (f", the last at {seen[-1].at:.3f} ({sorted(seen[-1].triggers)})" if seen else "")
-            ) from None
+            )
+        return found
 
     # -- metrics ----------------------------------------------------------------------
 

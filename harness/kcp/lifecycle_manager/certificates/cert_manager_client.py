@@ -22,7 +22,7 @@ from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUB
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
 from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
-from harness.kcp.tls_secret import SecretLayoutError, tls_data
+from harness.kcp.tls_secret import SecretLayoutError, ca_added_at, tls_data
 from harness.kube import (
     CERTIFICATES,
     SECRETS,
@@ -33,7 +33,6 @@ from harness.kube import (
     merge_patch,
 )
 from watcher.domain import (
-    CA_ADDED_ANNOTATION,
     CERT_MANAGER_PURPOSE,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
@@ -81,15 +80,10 @@ def client_certificate(kyma: str, runtime_id: str, skr_domain: str) -> dict[str,
 
 def issued_before_bundle(certificate: x509.Certificate, gateway: Any) -> bool:
     """True when ``certificate`` predates the gateway Secret's ``caAddedToBundleAt``."""
-    annotations = ((gateway or {}).get("metadata") or {}).get("annotations") or {}
-    added = annotations.get(CA_ADDED_ANNOTATION)
-    if not added:
-        return False
-    try:
-        at = dt.datetime.fromisoformat(str(added).replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return certificate.not_valid_before_utc < at.replace(microsecond=0) - dt.timedelta(seconds=1)
+    at = ca_added_at(gateway)
+    return at is not None and certificate.not_valid_before_utc < at.replace(
+        microsecond=0
+    ) - dt.timedelta(seconds=1)
 
 
 class CertManagerCertificates:

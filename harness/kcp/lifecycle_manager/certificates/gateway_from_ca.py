@@ -21,15 +21,12 @@ from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kcp.tls_secret import SecretLayoutError, tls_data, tls_secret
+from harness.kcp.tls_secret import SecretLayoutError, ca_added_at, gateway_secret, tls_data
 from harness.kube import SECRETS, KubeError, create_or_replace, get
 from watcher import pki
 from watcher.domain import (
-    CA_ADDED_ANNOTATION,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
-    LIFECYCLE_MANAGER,
-    MANAGED_BY_LABEL,
 )
 from watcher.errors import CertificateError
 
@@ -87,14 +84,8 @@ class GatewaySecretFromCa:
         if not (changed or switch):
             return False
         bundle = pki.pem_bundle(e.certificate for e in self._bundle)
-        body = tls_secret(
-            GATEWAY_SECRET_NAME,
-            ISTIO_NAMESPACE,
-            {"tls.crt": self._serving[0], "tls.key": self._serving[1], "ca.crt": bundle},
-            labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
-            annotations={CA_ADDED_ANNOTATION: timestamp(self._bundle[0].added_at)},
-        )
-        await create_or_replace(self.api, SECRETS, body)
+        added = timestamp(self._bundle[0].added_at)
+        await create_or_replace(self.api, SECRETS, gateway_secret(*self._serving, bundle, added))
         logger.info("gateway Secret written: %d CA(s) in the bundle", len(self._bundle))
         return True
 
@@ -105,17 +96,15 @@ class GatewaySecretFromCa:
         and renew them all, rolling every SKR's webhook (a restart scenario lost an
         event in such a roll)."""
         existing = await get(self.api, SECRETS, GATEWAY_SECRET_NAME, ISTIO_NAMESPACE)
-        annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
-        added = annotations.get(CA_ADDED_ANNOTATION)
-        if existing is None or not added:
+        at = ca_added_at(existing)
+        if existing is None or at is None:
             return
         try:
             data = tls_data(existing)
             certs = pki.load_certificates(data["ca.crt"], GATEWAY_SECRET_NAME)
-            at = dt.datetime.fromisoformat(str(added).replace("Z", "+00:00"))
-        except (SecretLayoutError, CertificateError, ValueError):
+        except (SecretLayoutError, CertificateError):
             return
-        if certs[0] != ca or at.tzinfo is None:
+        if certs[0] != ca:
             return
         self._newest = pair
         self._bundle = [

@@ -24,15 +24,12 @@ from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome, Reconciler
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kcp.tls_secret import tls_secret
+from harness.kcp.tls_secret import gateway_secret
 from harness.kube import SECRETS, KubeError, create_or_replace, ensure_namespace
 from watcher import pki
 from watcher.domain import (
-    CA_ADDED_ANNOTATION,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
-    LIFECYCLE_MANAGER,
-    MANAGED_BY_LABEL,
 )
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
@@ -138,16 +135,13 @@ class GatewaySecretManager(Service):
 
     def secret(self) -> dict[str, object]:
         """The gateway Secret as it should be now."""
-        data = pki.secret_data(self.server_certificate, self.bundle_pem)
-        return tls_secret(
-            GATEWAY_SECRET_NAME,
-            ISTIO_NAMESPACE,
-            data,
-            labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
-            annotations={
-                CA_ADDED_ANNOTATION: timestamp(self.ca_added_at),
-                SERVING_CA_ANNOTATION: self.serving_ca.common_name,
-            },
+        served = self.server_certificate
+        return gateway_secret(
+            served.cert_pem,
+            served.key_pem,
+            self.bundle_pem,
+            timestamp(self.ca_added_at),
+            **{SERVING_CA_ANNOTATION: self.serving_ca.common_name},
         )
 
     # -- lifecycle ----------------------------------------------------------------------

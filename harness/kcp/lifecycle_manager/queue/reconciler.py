@@ -17,10 +17,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from harness.aio import Service
 from harness.errors import HarnessError
-from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR
+from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR, matching
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem, WorkQueue
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.reconciler")
@@ -81,6 +82,24 @@ class Reconcile:
 
 class ReconcileTimeout(HarnessError, TimeoutError):
     """No matching reconcile before the deadline; the message lists what was seen."""
+
+
+T = TypeVar("T")
+
+
+async def first_of(query: Callable[[], list[T]], changed: asyncio.Event, within: float) -> T | None:
+    """The first record ``query`` returns, asked again whenever ``changed`` is set; None when
+    there is none within ``within`` seconds."""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                changed.clear()
+                found = query()
+                if found:
+                    return found[0]
+                await changed.wait()
+    except TimeoutError:
+        return None
 
 
 ReconcileFn = Callable[[str], Awaitable[Outcome | float]]
@@ -220,13 +239,7 @@ class Reconciler(Service):
         since: float | None = None,
     ) -> list[Reconcile]:
         """Recorded reconciles, oldest first, filtered by Kyma, trigger and start time."""
-        return [
-            r
-            for r in self._records
-            if (kyma is None or r.kyma == kyma)
-            and (trigger is None or trigger in r.triggers)
-            and (since is None or r.at >= since)
-        ]
+        return matching(self._records, kyma, trigger, since)
 
     async def wait_for_reconcile(
         self,
@@ -236,15 +249,10 @@ class Reconciler(Service):
         timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
     ) -> Reconcile:
         """The first matching reconcile (waiting for it); ``ReconcileTimeout`` otherwise."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    found = self.reconciles(kyma, trigger, since)
-                    if found:
-                        return found[0]
-                    self._recorded.clear()
-                    await self._recorded.wait()
-        except TimeoutError:
+        found = await first_of(
+            lambda: self.reconciles(kyma, trigger, since), self._recorded, timeout
+        )
+        if found is None:
             seen = self.reconciles(kyma)[-5:]
             described = "; ".join(
                 f"at {r.at:.3f} triggers {sorted(t.value for t in r.triggers)} → {r.outcome}"
@@ -255,7 +263,8 @@ class Reconciler(Service):
                 f"no reconcile of {kyma} ({wanted}, since {since}) within {timeout:g} s; "
                 f"seen for it: {described or 'none'}; all reconciles: {len(self._records)}; "
                 f"queued {len(self._queue)}, processing {sorted(self._queue.processing)}"
-            ) from None
+            )
+        return found
 
     # workers ---------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The KCP gateway: a real Envoy configured like Istio's ingress gateway, fed by files.
 
 :class:`EnvoyGateway` owns one Envoy process and the directory of its bootstrap and
-file-based xDS, rendered by :mod:`watcher.render.envoy` from a :class:`~.spec.GatewaySpec`.
+file-based xDS, rendered by :mod:`watcher.render.envoy` from a :class:`GatewaySpec`.
 Every change (routes, faults, plain-HTTP destinations, rotated TLS) is swapped in by rename
 and confirmed on the admin endpoint (:mod:`.xds_files`); a rejected one is rolled back and
 the old configuration keeps serving; nothing restarts Envoy. Faults stop, kill and start
@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,8 +29,7 @@ from harness.clusters import ports
 from harness.clusters.process import OwnedProcess, ProcessRecord, with_log_tail
 from harness.kcp.gateway.envoy_admin import EnvoyAdmin, GatewayCounters, gateway_counters
 from harness.kcp.gateway.envoy_process import EnvoyCommand, PortTaken, probe_listener, start_envoy
-from harness.kcp.gateway.errors import GatewayError
-from harness.kcp.gateway.spec import GatewaySpec
+from harness.kcp.gateway.errors import GatewayConfigError, GatewayError
 from harness.kcp.gateway.xds_files import XdsFiles, exact
 from watcher.pki import write_atomic
 from watcher.render.envoy import (
@@ -40,19 +40,77 @@ from watcher.render.envoy import (
     TlsFiles,
     XdsLayout,
     render_bootstrap,
+    render_envoy,
 )
+from watcher.render.errors import RenderError
 
 _T = TypeVar("_T")
 
 
-class EnvoyGateway(Service):
-    """A running Envoy acting as the KCP's Istio ingress gateway; use as ``async with``.
+@dataclass(frozen=True)
+class GatewaySpec:
+    """What the gateway serves besides its ports and directory, as one value: every change
+    makes a new one, kept only once Envoy confirmed its configuration (a rejected change
+    leaves nothing half-set)."""
 
-    ``tls`` holds the gateway's serving certificate and key and the KCP CA bundle client
-    certificates must chain to. Routes start empty (everything answers 404) until
-    :meth:`update` is called. ``port``/``admin_port`` default to free loopback ports
-    (picked again if another process takes one before Envoy binds it).
-    """
+    name: str  # the gateway's, for messages
+    tls: TlsFiles
+    clusters: ClusterSettings
+    virtual_services: tuple[Mapping[str, Any], ...] = ()
+    resolver: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    fault: FaultInjection | None = None
+
+    def render(self, listener: GatewayListener, layout: XdsLayout) -> EnvoyConfig:
+        """Envoy's configuration; :class:`GatewayConfigError` if the routes cannot be made."""
+        try:
+            return render_envoy(
+                list(self.virtual_services),
+                resolver=self.resolver,
+                gateway=listener,
+                layout=layout,
+                clusters=self.clusters,
+                route_fault=self.fault,
+            )
+        except RenderError as exc:
+            raise GatewayConfigError(
+                f"{self.name}: cannot route these VirtualServices: {exc}"
+            ) from exc
+
+    def reaching_plaintext(self, destination: str) -> GatewaySpec:
+        plaintext = self.clusters.plaintext | {destination}
+        return dataclasses.replace(
+            self, clusters=dataclasses.replace(self.clusters, plaintext=plaintext)
+        )
+
+    def with_new_tls_files(
+        self,
+        directory: Path,
+        generation: int,
+        ca_bundle_pem: bytes | None,
+        cert_pem: bytes | None,
+        key_pem: bytes | None,
+    ) -> GatewaySpec:
+        """The given PEMs written to new files of ``generation`` in ``directory`` and served
+        from there (Envoy reads TLS files only when it builds a listener, so the files it
+        serves from are never rewritten)."""
+        tls = self.tls
+        if ca_bundle_pem is not None:
+            write_atomic(directory / f"trusted-ca-{generation}.pem", ca_bundle_pem, mode=0o644)
+            tls = dataclasses.replace(tls, ca=str(directory / f"trusted-ca-{generation}.pem"))
+        if cert_pem is not None and key_pem is not None:
+            write_atomic(directory / f"tls-{generation}.key", key_pem)
+            write_atomic(directory / f"tls-{generation}.crt", cert_pem, mode=0o644)
+            tls = dataclasses.replace(
+                tls,
+                cert_chain=str(directory / f"tls-{generation}.crt"),
+                private_key=str(directory / f"tls-{generation}.key"),
+            )
+        return dataclasses.replace(self, tls=tls)
+
+
+class EnvoyGateway(Service):
+    """``async with EnvoyGateway(tls) as gateway:`` — everything answers 404 until
+    :meth:`update`; ports default to free ones (picked again if taken before the bind)."""
 
     def __init__(
         self,
@@ -73,8 +131,7 @@ class EnvoyGateway(Service):
         stop_timeout: float = 5.0,
         listen_address: str = ports.LOOPBACK,
     ) -> None:
-        """``listen_address``: where the HTTPS listener binds (``0.0.0.0`` when in-cluster
-        webhooks dial this host's address; the admin port stays on loopback)."""
+        """``listen_address``: ``0.0.0.0`` when in-cluster webhooks dial this host."""
         self.listen_address = listen_address
         self.name = name
         self._fixed_ports = (port, admin_port)
@@ -95,9 +152,8 @@ class EnvoyGateway(Service):
         self._applied: EnvoyConfig | None = None
         self._tls_generations = itertools.count(1)
         self.records: list[ProcessRecord] = []
-        """One record per Envoy run (restarts included), oldest first."""
         self.last_apply_seconds: float | None = None
-        """Wall time of the last confirmed update, from first write to last confirmation."""
+        """From the first write of the last confirmed update to its last confirmation."""
 
     # -- facts ------------------------------------------------------------------------
 
@@ -108,17 +164,11 @@ class EnvoyGateway(Service):
 
     @property
     def port(self) -> int:
-        """The HTTPS listener port; stays the same across :meth:`stop`/:meth:`start`."""
         return self._started(self._port)
 
     @property
     def tls(self) -> TlsFiles:
-        """The serving certificate, its key and the client CA bundle Envoy serves with."""
         return self._spec.tls
-
-    @property
-    def admin_port(self) -> int:
-        return self._admin_port
 
     @property
     def url(self) -> str:
@@ -166,9 +216,8 @@ class EnvoyGateway(Service):
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start Envoy; return once it serves on :attr:`port`. The first call creates the
-        directory, the admin session, the ports and the files; a later one (after
-        :meth:`stop`/:meth:`kill`) starts Envoy with the files as they are, same ports."""
+        """Start Envoy; ready once it serves. A later call starts it on the same ports with
+        the files as they are."""
         if self.running:
             raise GatewayError(f"{self.name} is already running (pid {self.pid})")
         if self._session is not None:
@@ -187,10 +236,6 @@ class EnvoyGateway(Service):
         self.stack.callback(setattr, self, "_session", None)
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
         self._session = await self.stack.enter_async_context(session)
-        await self._first_start()
-
-    async def _first_start(self) -> None:
-        """Start on the given ports, or on free ones, picking again if one was taken."""
         port, admin_port = self._fixed_ports
 
         async def on_picked_ports() -> None:
@@ -244,21 +289,14 @@ class EnvoyGateway(Service):
         await start_envoy(process, self._error)
 
     async def stop(self) -> int | None:
-        """Stop Envoy (SIGTERM to its process group, then SIGKILL); files stay for start()."""
-        process = self._process
-        if process is None:
-            return None
-        return await process.stop()
+        """Files stay for :meth:`start`."""
+        return await self._process.stop() if self._process is not None else None
 
     async def kill(self) -> int | None:
-        """SIGKILL Envoy without warning (a crashed gateway), then reap it."""
-        process = self._process
-        if process is None or not process.running:
-            return None
-        return await process.kill()
+        """SIGKILL, as a crashed gateway."""
+        return await self._process.kill() if self.running and self._process else None
 
     async def restart(self) -> None:
-        """Stop, then start on the same ports with the current files."""
         await self.stop()
         await self.start()
 
@@ -269,11 +307,7 @@ class EnvoyGateway(Service):
         virtual_services: Iterable[Mapping[str, Any]],
         resolver: Mapping[str, tuple[str, int]],
     ) -> EnvoyConfig:
-        """Route ``virtual_services`` (destinations resolved by ``resolver``); no restart.
-
-        Returns the applied configuration (see ``unresolved`` for destinations without
-        an address: their routes answer 503).
-        """
+        """Route ``virtual_services``; a destination ``resolver`` lacks answers 503."""
         services, addresses = tuple(virtual_services), dict(resolver)
         return await self._change(
             lambda spec: dataclasses.replace(spec, virtual_services=services, resolver=addresses)
@@ -296,13 +330,8 @@ class EnvoyGateway(Service):
         cert_pem: bytes | None = None,
         key_pem: bytes | None = None,
     ) -> EnvoyConfig:
-        """New client-certificate CA bundle and/or serving certificate (rotation).
-
-        Envoy reads these files only when it builds the listener, so they are written to new
-        files and the listener swapped by LDS (confirmed like every update): new
-        connections use them, open ones drain. If Envoy rejects the swap, the previous
-        files keep serving and the error propagates.
-        """
+        """New client CA bundle and/or serving certificate: new files and an LDS swap (new
+        connections use them, open ones drain)."""
         if (cert_pem is None) != (key_pem is None):
             raise GatewayError("rotate the serving certificate and its key together")
 

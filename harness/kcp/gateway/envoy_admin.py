@@ -98,13 +98,3 @@ class EnvoyAdmin:
         async with self.session.get(f"{self.url}/stats", params=params) as response:
             response.raise_for_status()
             return parse_text_readouts(await response.text())
-
-    async def config_dump(self) -> dict[str, Any]:
-        async with self.session.get(f"{self.url}/config_dump") as response:
-            response.raise_for_status()
-            document: dict[str, Any] = json.loads(await response.text())
-            return document
-
-    async def reset_counters(self) -> None:
-        async with self.session.post(f"{self.url}/reset_counters") as response:
-            response.raise_for_status()

@@ -6,6 +6,7 @@ One registry per manager, read by scenarios as target ``klm``
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Gauge
@@ -26,6 +27,14 @@ class KlmMetrics:
             ["kyma_name"],
             registry=self.registry,
         )
+
+    def not_renewed(self, kyma: str, due: bool | None) -> None:
+        """Set the Kyma's gauge (None: the Kyma is gone, so is its series)."""
+        if due is not None:
+            self.cert_not_renewed.labels(kyma_name=kyma).set(int(due))
+            return
+        with contextlib.suppress(KeyError):
+            self.cert_not_renewed.remove(kyma)
 
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
         """One sample (0 when absent); labels not given are summed over."""

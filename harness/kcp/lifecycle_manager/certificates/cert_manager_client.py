@@ -100,7 +100,7 @@ class CertManagerCertificates:
         current = await get(self.api, CERTIFICATES, secret_name(kyma), ISTIO_NAMESPACE)
         if current is None or current.get("spec") != wanted["spec"]:
             await create_or_replace(self.api, CERTIFICATES, wanted)
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            self.metrics.not_renewed(kyma, True)
             raise CertificatePending(f"certificate {secret_name(kyma)} requested")
         secret = await get(self.api, SECRETS, secret_name(kyma), ISTIO_NAMESPACE)
         if secret is None:
@@ -114,13 +114,13 @@ class CertManagerCertificates:
         if issued_before_bundle(issued.certificate, gateway):
             await self._renew(kyma, current)
             raise CertificatePending(f"certificate {secret_name(kyma)} predates the newest CA")
-        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
+        self.metrics.not_renewed(kyma, False)
         bundle = tls_data(gateway)["ca.crt"] if gateway is not None else data["ca.crt"]
         return KymaCertificate(issued, bundle)
 
     async def _renew(self, kyma: str, current: Any) -> None:
         """Ask cert-manager for a new certificate (the ``Issuing`` condition), once."""
-        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+        self.metrics.not_renewed(kyma, True)
         conditions = list((current.get("status") or {}).get("conditions") or [])
         if any(c.get("type") == "Issuing" and c.get("status") == "True" for c in conditions):
             return
@@ -144,8 +144,7 @@ class CertManagerCertificates:
         for resource in (CERTIFICATES, SECRETS):
             with contextlib.suppress(KubeError):
                 await delete(self.api, resource, secret_name(kyma), ISTIO_NAMESPACE)
-        with contextlib.suppress(KeyError):
-            self.metrics.cert_not_renewed.remove(kyma)
+        self.metrics.not_renewed(kyma, None)
 
 
 __all__ = [

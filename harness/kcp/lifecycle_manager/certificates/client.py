@@ -10,7 +10,6 @@ until it has been issued again. ``pinned`` Kymas keep a fault's deliberately bro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Collection
@@ -98,7 +97,7 @@ class KymaCertificates:
     def _ca_rotated(self, ca: pki.CertificateAuthority) -> None:
         """Every certificate issued so far now predates ``caAddedToBundleAt``."""
         for kyma in self._known - self.pinned:
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            self.metrics.not_renewed(kyma, True)
 
     def pin(self, kyma: str) -> None:
         """Keep ``kyma``'s certificate as next issued (a fault's broken one)."""
@@ -110,7 +109,7 @@ class KymaCertificates:
     def renew(self, kyma: str) -> None:
         """Issue ``kyma``'s certificate again at its next :meth:`ensure` (``cmctl renew``)."""
         self._forced.add(kyma)
-        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+        self.metrics.not_renewed(kyma, True)
 
     async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
         """The Kyma's certificate from its KCP Secret, issued (again) when needed."""
@@ -136,12 +135,12 @@ class KymaCertificates:
                 if data["ca.crt"] != bundle:  # the bundle changed since: keep it current
                     await self._write(kyma, stored, bundle)
                 return KymaCertificate(stored, bundle)
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            self.metrics.not_renewed(kyma, True)
             ca = self.cas.issuing_ca
             issued = await asyncio.to_thread(self._issue, ca, kyma, runtime_id, skr_domain)
             await self._write(kyma, issued, bundle)
             self._forced.discard(kyma)
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
+            self.metrics.not_renewed(kyma, False)
             logger.info("issued the certificate of %s from %s: %s", kyma, ca.common_name, reason)
             return KymaCertificate(issued, bundle, reissued=reason)
 
@@ -179,8 +178,7 @@ class KymaCertificates:
         self._forced.discard(kyma)
         self._locks.pop(kyma, None)
         self._parsed.forget(kyma)
-        with contextlib.suppress(KeyError):
-            self.metrics.cert_not_renewed.remove(kyma)
+        self.metrics.not_renewed(kyma, None)
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from cryptography import x509
 
@@ -77,7 +77,10 @@ def ca_renewal_due(ca: x509.Certificate, now: dt.datetime, timings: CertificateT
     return now >= ca.not_valid_after_utc - timings.ca_renew_before
 
 
-def unexpired(bundle: Sequence[BundleEntry], now: dt.datetime) -> list[BundleEntry]:
+E = TypeVar("E", bound=BundleEntry)
+
+
+def unexpired(bundle: Sequence[E], now: dt.datetime) -> list[E]:
     """The bundle without the CAs that have expired, newest first."""
     kept = [e for e in bundle if e.expires_at > now]
     return sorted(kept, key=lambda e: e.added_at, reverse=True)

@@ -73,11 +73,9 @@ class ListenerTls:
 
 
 def ours_command(tls: ListenerTls | None = None) -> ListenerCommand:
-    """Our ``watcher-listener`` (next to this interpreter, else from ``PATH``): with ``tls``
-    it serves mTLS and believes XFCC only from a gateway certificate of that CA (the CLI's
-    default gateway name ``kcp-gateway``); without, plain HTTP believing any XFCC, as the
-    environment's in-process listeners do when the mesh is off. ``/metrics`` is served on
-    the event port."""
+    """Our ``watcher-listener``: with ``tls`` mTLS believing XFCC only from a gateway
+    certificate of that CA; without, plain HTTP believing any XFCC (as in-process
+    listeners when the mesh is off). ``/metrics`` is on the event port."""
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     executable = shutil.which("watcher-listener", path=search)
     if executable is None:
@@ -102,8 +100,7 @@ def without_listener_settings(env: Mapping[str, str]) -> dict[str, str]:
 
 def template_command(words: Sequence[str]) -> ListenerCommand:
     """Any listener: ``words`` with ``{component}``, ``{host}``, ``{port}`` and
-    ``{metrics_port}`` filled in (e.g. ``watcher-listener --component {component}
-    --port {port} --insecure-trust-any-xfcc``)."""
+    ``{metrics_port}`` filled in."""
 
     def argv(component: str, port: int, metrics_port: int) -> list[str]:
         values = {

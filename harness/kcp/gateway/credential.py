@@ -25,10 +25,7 @@ logger = logging.getLogger("harness.kcp.gateway.credential")
 
 
 class GatewayCredentialSync:
-    """The credential sync's reconcile (set up by :func:`setup_credential_sync`).
-
-    ``applied``: the ``tls.crt``/``tls.key``/``ca.crt`` the gateway started with (so the
-    first look at the Secret swaps nothing when they agree)."""
+    """``applied``: what the gateway started with (the first look swaps nothing if equal)."""
 
     def __init__(
         self,

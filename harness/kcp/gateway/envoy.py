@@ -90,9 +90,8 @@ class GatewaySpec:
         cert_pem: bytes | None,
         key_pem: bytes | None,
     ) -> GatewaySpec:
-        """The given PEMs written to new files of ``generation`` in ``directory`` and served
-        from there (Envoy reads TLS files only when it builds a listener, so the files it
-        serves from are never rewritten)."""
+        """The PEMs served from new files (Envoy reads TLS files only when it builds a
+        listener, so the files it serves from are never rewritten)."""
         tls = self.tls
         if ca_bundle_pem is not None:
             write_atomic(directory / f"trusted-ca-{generation}.pem", ca_bundle_pem, mode=0o644)
@@ -314,9 +313,8 @@ class EnvoyGateway(Service):
         )
 
     async def reach_plaintext(self, destination: str) -> EnvoyConfig:
-        """Reach ``destination`` (``<svc>.<ns>.svc.cluster.local:<port>``) over plain HTTP
-        from now on, also when the other destinations get mesh mTLS: a listener outside
-        the mesh (upstream's serves plain HTTP behind its sidecar)."""
+        """Reach ``destination`` over plain HTTP even with mesh mTLS (upstream's listener
+        serves plain HTTP behind its sidecar)."""
         return await self._change(lambda spec: spec.reaching_plaintext(destination))
 
     async def set_fault(self, fault: FaultInjection | None) -> EnvoyConfig:

@@ -65,9 +65,8 @@ class GatewayMesh:
         return UpstreamTls(str(files / "tls.crt"), str(files / "tls.key"), str(self.ca_file))
 
     def issue_listener(self, component: str, service: tuple[str, str]) -> tuple[Path, Path]:
-        """A serving certificate for ``component``'s listener behind ``service``
-        (name, namespace): the Service's DNS names, plus ``localhost``/``127.0.0.1`` for
-        direct loopback probes. Returns (certificate, key) files."""
+        """(certificate, key) files for ``component``'s listener behind ``service``, also
+        naming loopback for direct probes."""
         name, namespace = service
         leaf = pki.issue_server_certificate(
             self.ca,

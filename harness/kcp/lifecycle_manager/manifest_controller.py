@@ -73,9 +73,8 @@ def setup_manifest_controller(
     ready_after: float = 0.5,
     namespace: str = KCP_NAMESPACE,
 ) -> ManifestController:
-    """Manifests (``namespace``) whose status lags their generation → their own key after
-    ``ready_after`` s (the first sighting's time holds); a state change or deletion → its
-    Kyma (trigger ``manifest-changed``, KLM's Kyma controller owns its Manifests)."""
+    """A Manifest whose status lags → its key after ``ready_after`` s; a state change or
+    deletion → its Kyma (``manifest-changed``)."""
     informer = runtime.informer(MANIFESTS, namespace)
     ctl = ManifestController(runtime.api, informer, ready_after=ready_after)
     queue = runtime.controller("manifest", ctl, intervals=WATCH_DRIVEN, log=None)

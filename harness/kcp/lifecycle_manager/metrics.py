@@ -16,8 +16,7 @@ from watcher.exposition import summed_sample
 
 class KlmMetrics:
     """``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}``: 1 while a Kyma's client
-    certificate is due to be issued again (e.g. it predates the newest CA) and has not
-    been yet, 0 once it has."""
+    certificate is due to be issued again, 0 once it has been."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()

@@ -66,9 +66,7 @@ class SkrWebhookManager:
         watchers: Callable[[], Sequence[Watcher]],
         target: Callable[[str], SkrWebhook | None],
     ) -> None:
-        """``watchers``: every Watcher the SKRs should serve now (valid and routed);
-        ``target``: runtime id → its SKR's webhook (None: this KCP has none for it); by
-        runtime id, not by Kyma name, as a Kyma may be called anything."""
+        """``target``: runtime id (a Kyma may be called anything) → its SKR's webhook."""
         self.certificates = certificates
         self._watchers = watchers
         self._target = target
@@ -82,9 +80,7 @@ class SkrWebhookManager:
         return target
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
-        """Certificate, Secret and configuration of the Kyma's SKR as they should be;
-        what changed. A Kyma without runtime id or ``skr-domain`` is an error (the
-        certificate needs both)."""
+        """Certificate, Secret and configuration of the Kyma's SKR put right; what changed."""
         name, runtime_id, skr_domain = runtime_identity(kyma)
         skr = self._skr(name, runtime_id)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)

@@ -136,12 +136,8 @@ class WatcherController:
         return Outcome.SUCCESS
 
     async def _unpublished(self, key: str) -> None:
-        """Until the ``on_change`` callbacks have run with a set that lacks ``key``.
-
-        Break after make: SKRs stop sending a deleted Watcher's events before its route
-        goes, so no event meets a 404 at the gateway. Bounded; a stuck callback only
-        delays the deletion by ``sync_timeout``.
-        """
+        """Until the ``on_change`` callbacks ran without ``key`` (at most ``sync_timeout``):
+        SKRs stop sending a deleted Watcher's events before its route goes (no 404s)."""
         try:
             async with asyncio.timeout(self._sync_timeout), self._published_changed:
                 await self._published_changed.wait_for(lambda: key not in self._published)
@@ -251,9 +247,8 @@ class WatcherController:
 
 
 def setup_watcher_controller(runtime: ControllerRuntime, **options: Any) -> WatcherController:
-    """Watchers (all namespaces) → their own key; any Gateway change → every Watcher;
-    errors retried after 1 s, nothing else requeued; changes of the valid set → the
-    notifier (one key, so a burst coalesces)."""
+    """Watchers → their key; a Gateway change → every Watcher; a change of the valid set →
+    the notifier (one key, so a burst coalesces)."""
     watchers = runtime.informer(WATCHERS)
     ctl = WatcherController(runtime.api, watchers, runtime.informer(GATEWAYS), **options)
     queue = runtime.controller("watcher", ctl, intervals=WATCH_DRIVEN, log=None)

@@ -73,10 +73,8 @@ _WEBHOOK_CALL_FAILED: Final = re.compile(r'failed calling webhook "([^"]+)"(.*)'
 
 
 def webhook_call_failure(exc: KubeError) -> str | None:
-    """A short detail if the API server refused the write because calling an admission
-    webhook failed (``failurePolicy: Fail``: its 500 InternalError ``failed calling
-    webhook "<name>": ...``), else None. A webhook that answered and denied the write is
-    a refusal like any other (None)."""
+    """A short detail if calling an admission webhook failed (``failurePolicy: Fail``: 500
+    ``failed calling webhook "<name>"``); None for any other refusal."""
     if exc.status != 500:
         return None
     found = _WEBHOOK_CALL_FAILED.search(str(exc))

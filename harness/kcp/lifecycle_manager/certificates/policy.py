@@ -87,9 +87,8 @@ def unexpired(bundle: Sequence[E], now: dt.datetime) -> list[E]:
 
 
 def serving_entry(bundle: Sequence[BundleEntry], now: dt.datetime, grace: dt.timedelta) -> int:
-    """Index (in ``bundle``, newest first) of the CA whose certificate the gateway serves:
-    the newest one that has been in the bundle for the grace period, or the oldest one when
-    none has (a CA that starts the bundle serves at once)."""
+    """Index of the CA the gateway serves: the newest one in the bundle for the grace
+    period, else the oldest (a CA that starts the bundle serves at once)."""
     if not bundle:
         raise ValueError("the bundle is empty")
     for index, entry in enumerate(bundle):

@@ -60,11 +60,9 @@ class KymaInfo:
 
 
 def change_trigger(previous: KymaInfo | None, current: KymaInfo) -> Trigger | None:
-    """Why a watched Kyma needs a reconcile, as KLM's watch predicate says
-    (``GenerationChanged OR LabelChanged`` plus creation): a new Kyma → ``kyma-created``;
-    a new generation (spec) or other labels → ``kyma-changed``; a status- or
-    annotation-only change → none. The start of a deletion counts as a change (the API
-    server bumps a custom resource's generation then; the check does not rely on it)."""
+    """Why a watched Kyma needs a reconcile, as KLM's predicate says (creation,
+    ``GenerationChanged OR LabelChanged``); the start of a deletion counts too, without
+    relying on the API server bumping the generation then."""
     if previous is None:
         return Trigger.KYMA_CREATED
     if (previous.generation, previous.labels, previous.deleting) != (
@@ -106,11 +104,8 @@ class KymaCache:
         return [k for k in found if namespace is None or k.namespace == namespace]
 
     async def lookup(self, runtime_id: str, owner: ObjectKey | None) -> Mapping[str, str] | None:
-        """The annotations of the event's Kyma, or ``None`` when there is not exactly one.
-
-        Fits ``watcher.listener.san_pinning``: ``owner`` (contract v1) names the Kyma;
-        otherwise the Kyma is the one whose runtime-id label equals ``runtime_id``.
-        """
+        """The annotations of the event's Kyma (``owner``, else by runtime id), or None
+        when there is not exactly one: ``watcher.listener.san_pinning``'s lookup."""
         if owner is not None:
             kyma = self._kymas.get(str(owner))
             return dict(kyma.annotations) if kyma is not None else None
@@ -127,9 +122,8 @@ class KymaCache:
     # feeding ---------------------------------------------------------------------------
 
     def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
-        """Take one watch event (also usable to feed the cache by hand in tests). Once the
-        first list is complete, a Kyma that appears or changes (:func:`change_trigger`) is
-        reported to ``on_change``; the initial list is the manager's startup."""
+        """One watch event; after the first list (the manager's startup) a Kyma that
+        appears or changes is reported to ``on_change``."""
         if kind == "SYNCED":
             self.synced = True
         elif kind == "DELETED":

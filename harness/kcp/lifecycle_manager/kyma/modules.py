@@ -78,9 +78,8 @@ class ModulePlan:
 
 
 def requested_modules(skr_spec: Obj) -> list[tuple[str, str, bool]]:
-    """(name, channel, managed) per ``spec.modules`` entry, the Kyma's channel by default;
-    later duplicates of a name are ignored (the API server would reject them in KLM's
-    CRD, whose list is a map keyed by name)."""
+    """(name, channel, managed) per ``spec.modules`` entry; a later duplicate is ignored
+    (KLM's CRD keys the list by name)."""
     default = str(skr_spec.get("channel") or "regular")
     seen: set[str] = set()
     out = []
@@ -175,9 +174,8 @@ def catalog_fixture(
     install_fails: bool = False,
     labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A module for the KCP catalog, as a scenario's ``modules`` declares it: one
-    ModuleTemplate per version (``<module>-<version>``), then the ModuleReleaseMeta
-    (``<module>``) mapping ``channels`` (channel → version)."""
+    """A module for the KCP catalog, as a scenario declares it: a ModuleTemplate per
+    version, then the ModuleReleaseMeta mapping ``channels`` (channel → version)."""
     annotations = {INSTALL_ANNOTATION: "fail"} if install_fails else {}
     out: list[dict[str, Any]] = [
         {

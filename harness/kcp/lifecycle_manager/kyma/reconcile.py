@@ -93,23 +93,17 @@ class WatcherPending(Exception):
 
 
 class RuntimeWatcher(Protocol):
-    """The reconcile's watcher step
-    (:class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`)."""
+    """The reconcile's watcher step (``SkrWebhookManager``, ``SkrDeployment``)."""
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
-        """Make the Kyma's SKR watcher what it should be; what changed. Raises a
-        ``HarnessError`` when it cannot."""
+        """What changed; a ``HarnessError`` when it cannot."""
         ...
 
-    async def remove(self, kyma: Obj, *, skr_reachable: bool) -> None:
-        """The Kyma is being deleted: its watcher leaves the SKR (when reachable) and
-        its certificate the KCP."""
-        ...
+    async def remove(self, kyma: Obj, *, skr_reachable: bool) -> None: ...
 
 
 class HealthProbe(Protocol):
-    """Watcher health (:class:`~harness.kcp.lifecycle_manager.watcher_health.WatcherHealth`):
-    a runtime is probed once its watcher is installed; its condition goes into the status."""
+    """Watcher health: a runtime is probed once its watcher is installed."""
 
     def watch(self, kyma: Obj) -> None: ...
 
@@ -123,8 +117,8 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 
 def catalog_copy(entry: Obj) -> dict[str, Any]:
-    """A KCP catalog object as KLM puts it into an SKR: same name and spec, ``kyma-system``,
-    labelled as managed by KLM (which is how stale copies are found)."""
+    """A KCP catalog object as KLM puts it into an SKR, labelled as KLM's (which is how
+    stale copies are found)."""
     meta = _meta(entry)
     return {
         "apiVersion": entry["apiVersion"],
@@ -157,9 +151,7 @@ class KymaReconcile:
         health: HealthProbe | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``watcher``: deploys the Runtime Watcher into a Kyma's SKR; ``None`` leaves
-        the watcher alone (no ``SKRWebhook`` condition). ``health``: probes each runtime
-        whose watcher is installed (condition ``WatcherHealth``)."""
+        """``watcher`` None: the watcher is left alone (no ``SKRWebhook`` condition)."""
         self.kcp = kcp_api
         self.skrs = skrs
         self.watcher = watcher

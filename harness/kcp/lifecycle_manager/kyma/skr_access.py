@@ -75,9 +75,8 @@ class SkrClients:
         return client
 
     async def cached(self, kyma: str) -> ApiClient:
-        """The client last built for ``kyma`` without re-reading its Secret (a heartbeat a
-        minute per Kyma need not cost a KCP read each); :meth:`client` when there is none.
-        Callers go back to :meth:`client` after a failure, which picks up a new Secret."""
+        """The client last built, without a KCP read (heartbeats); callers go back to
+        :meth:`client` after a failure."""
         cached = self._clients.get(kyma)
         return cached[1] if cached is not None else await self.client(kyma)
 

@@ -114,11 +114,8 @@ def kyma_status(
     channel: str | None = None,
     at: float,
 ) -> dict[str, Any]:
-    """The status to write (both Kymas), keeping times where nothing changed.
-    ``webhook_installed``: the Runtime Watcher's state in the SKR (``None``: not managed
-    by this reconcile, no ``SKRWebhook`` condition). ``extra_conditions`` are appended as
-    they are (``WatcherHealth``: informational, the state does not follow it);
-    ``channel``: the desired spec's channel, reported as ``activeChannel``."""
+    """The status to write (both Kymas). ``webhook_installed`` None: no ``SKRWebhook``
+    condition; ``extra_conditions`` are informational (the state does not follow them)."""
     previous = previous or {}
     now = timestamp(at)
     state = aggregate(entries, failures)

@@ -161,9 +161,8 @@ class Reconciler(Service):
         self._wake.set()
 
     def requeue_after(self, kyma: str, delay: float) -> None:
-        """Move ``kyma``'s next requeue-timer reconcile to ``delay`` seconds from now if that
-        is earlier than the one pending. KLM spreads requeues so over [0, success interval)
-        after a ModuleReleaseMeta change, so that not every Kyma is reconciled at once."""
+        """``kyma``'s next requeue-timer reconcile in ``delay`` s if that is earlier (KLM
+        spreads requeues so after a ModuleReleaseMeta change)."""
         self._add_after(kyma, Trigger.REQUEUE_TIMER, delay)
 
     @property

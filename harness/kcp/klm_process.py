@@ -21,7 +21,11 @@ from harness.clusters.process import ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
-from harness.kcp.lifecycle_manager.queue.reconciler import first_of
+from harness.kcp.lifecycle_manager.queue.reconciler import (
+    INTERVAL_FLAGS,
+    RequeueIntervals,
+    first_of,
+)
 
 logger = logging.getLogger("harness.kcp.klm_process")
 
@@ -37,19 +41,12 @@ class KlmProcessError(HarnessError, RuntimeError):
 class KlmFlags:
     """What the harness tells any KLM, by KLM's flag names (``None``: KLM's default)."""
 
-    success_interval: float | None = None  # --kyma-requeue-success-interval
-    busy_interval: float | None = None  # --kyma-requeue-busy-interval
-    warning_interval: float | None = None  # --kyma-requeue-warning-interval
-    error_base: float | None = None  # --failure-base-delay
-    error_max: float | None = None  # --failure-max-delay
+    intervals: RequeueIntervals | None = None
     workers: int | None = None  # --max-concurrent-kyma-reconciles
     watcher_image_tag: str = "harness"  # --skr-watcher-image-tag (the kubelet maps images)
     extra: tuple[str, ...] = ()  # the user's own flags, passed last
 
     def argv(self, kubeconfig: Path, metrics: int, probe: int, listener: int) -> list[str]:
-        def seconds(value: float) -> str:
-            return f"{value:g}s"
-
         out = [
             f"--kubeconfig={kubeconfig}",
             "--leader-elect=false",
@@ -59,14 +56,8 @@ class KlmFlags:
             "--log-level=2",
             f"--skr-watcher-image-tag={self.watcher_image_tag}",
         ]
-        durations = (
-            ("--kyma-requeue-success-interval", self.success_interval),
-            ("--kyma-requeue-busy-interval", self.busy_interval),
-            ("--kyma-requeue-warning-interval", self.warning_interval),
-            ("--failure-base-delay", self.error_base),
-            ("--failure-max-delay", self.error_max),
-        )
-        out += [f"{name}={seconds(value)}" for name, value in durations if value is not None]
+        if self.intervals is not None:
+            out += [f"{flag}={getattr(self.intervals, k):g}s" for k, flag in INTERVAL_FLAGS.items()]
         if self.workers is not None:
             out.append(f"--max-concurrent-kyma-reconciles={self.workers}")
         return [*out, *self.extra]

@@ -36,7 +36,12 @@ from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import COMPONENT, LifecycleManager
 from harness.kcp.lifecycle_manager.manifest_controller import setup_manifest_controller
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
-from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile, RequeueIntervals
+from harness.kcp.lifecycle_manager.queue.reconciler import (
+    INTERVAL_FLAGS,
+    Outcome,
+    Reconcile,
+    RequeueIntervals,
+)
 from harness.kcp.lifecycle_manager.skr_deployment import SkrDeployment
 from harness.kcp.lifecycle_manager.watcher_controller import setup_watcher_controller
 from watcher.exposition import UpstreamExposition
@@ -72,14 +77,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", type=int, default=0, help="2 or more: reconcile lines")
     p.add_argument("--skr-watcher-image-tag", default="latest")
     p.add_argument("--oci-registry-host", default="", help="accepted; modules come from the KCP")
-    defaults = RequeueIntervals()
-    for flag, default in (
-        ("--kyma-requeue-success-interval", defaults.success),
-        ("--kyma-requeue-busy-interval", defaults.busy),
-        ("--kyma-requeue-warning-interval", defaults.warning),
-        ("--failure-base-delay", defaults.error),
-        ("--failure-max-delay", defaults.error_max),
-    ):
+    for field, flag in INTERVAL_FLAGS.items():
+        default = getattr(RequeueIntervals(), field)
         p.add_argument(flag, type=_duration, default=default, metavar="DURATION")
     p.add_argument("--max-concurrent-kyma-reconciles", type=int, default=1)
     p.add_argument(
@@ -151,13 +150,10 @@ def controller_metrics(klm: LifecycleManager, metrics: KlmMetrics) -> None:
 
 
 async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
-    intervals = RequeueIntervals(
-        success=args.kyma_requeue_success_interval,
-        busy=args.kyma_requeue_busy_interval,
-        warning=args.kyma_requeue_warning_interval,
-        error=args.failure_base_delay,
-        error_max=args.failure_max_delay,
-    )
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_")) for field, flag in INTERVAL_FLAGS.items()
+    }
+    intervals = RequeueIntervals(**given)
     listen_host, listen_port = args.kyma_skr_listener_bind_address
     async with AsyncExitStack() as stack:
         api = await new_client_from_config(config_file=args.kubeconfig, persist_config=False)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from harness.aio import Service
 from harness.errors import HarnessError
@@ -61,6 +61,15 @@ class RequeueIntervals:
             return None
         return float(getattr(self, outcome.value))
 
+
+INTERVAL_FLAGS: Final = {
+    "success": "--kyma-requeue-success-interval",
+    "busy": "--kyma-requeue-busy-interval",
+    "warning": "--kyma-requeue-warning-interval",
+    "error": "--failure-base-delay",
+    "error_max": "--failure-max-delay",
+}
+"""KLM's flag for each of its intervals."""
 
 WATCH_DRIVEN = RequeueIntervals(error=1.0, error_max=1.0, requeue=False)
 """Requeue rules of a controller its watches drive: errors retried after 1 s, nothing else."""

@@ -228,26 +228,18 @@ class ReconcileHistory:
                     self._by_id[rid] = len(self.reconciles)
                 self.reconciles.append(reconcile)
                 return reconcile
-            case ReconcileFailed(reconcile_id=rid, error=error):
-                index = self._by_id.get(rid)
-                if index is None:
-                    return None
-                failed = dataclasses.replace(
-                    self.reconciles[index], failed=True, error=error, outcome="error"
-                )
-                self.reconciles[index] = failed
-                return failed
-            case ReconcileFinished(reconcile_id=rid, outcome=outcome):
-                index = self._by_id.get(rid)
-                if index is None:
-                    return None
-                done = self.reconciles[index]
-                finished = dataclasses.replace(
-                    done, outcome=outcome if not done.failed else "error"
-                )
-                self.reconciles[index] = finished
-                return finished
-        return None
+        index = self._by_id.get(observation.reconcile_id)
+        if index is None:
+            return None
+        done = self.reconciles[index]
+        if isinstance(observation, ReconcileFailed):
+            done = dataclasses.replace(done, failed=True, error=observation.error, outcome="error")
+        else:
+            done = dataclasses.replace(
+                done, outcome="error" if done.failed else observation.outcome
+            )
+        self.reconciles[index] = done
+        return done
 
     def extend(self, observations: Iterable[Observation | None]) -> None:
         for observation in observations:

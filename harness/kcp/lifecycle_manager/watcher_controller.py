@@ -18,7 +18,11 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.kyma.status import condition, timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
-from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
+from harness.kcp.lifecycle_manager.queue.runtime import (
+    ControllerRuntime,
+    Informer,
+    set_finalizers,
+)
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import (
     GATEWAYS,
@@ -44,25 +48,6 @@ CONDITION_TYPE = "VirtualService"
 FIELD_MANAGER = "watcher-controller"
 
 WatchersChanged = Callable[[list[Watcher]], Awaitable[None]]
-
-
-def desired_status(
-    current: Mapping[str, Any] | None,
-    *,
-    state: str,
-    ready: bool,
-    reason: str,
-    message: str,
-    generation: int,
-) -> dict[str, Any]:
-    """The Watcher status to write; keeps lastTransitionTime while the condition holds."""
-    before = (current or {}).get("conditions") or []
-    kept = condition(CONDITION_TYPE, ready, reason, message, before, timestamp())
-    return {
-        "state": state,
-        "observedGeneration": generation,
-        "conditions": [{**kept, "observedGeneration": generation}],
-    }
 
 
 def valid_watcher(obj: Mapping[str, Any]) -> Watcher | None:
@@ -167,68 +152,55 @@ class WatcherController:
         obj = self._watchers.get(key)
         if obj is None:
             return
-        meta = obj["metadata"]
-        namespace, name = meta["namespace"], meta["name"]
-        finalizers = list(meta.get("finalizers") or [])
-        if meta.get("deletionTimestamp"):
+        finalizers = list(obj["metadata"].get("finalizers") or [])
+        if obj["metadata"].get("deletionTimestamp"):
             if FINALIZER in finalizers:
                 await self._unpublished(key)
                 await self._delete_virtual_service(obj)
-                finalizers.remove(FINALIZER)
-                rv = meta["resourceVersion"]
-                patch = {"metadata": {"finalizers": finalizers, "resourceVersion": rv}}
-                await merge_patch(self._api, WATCHERS, name, namespace, patch)
+                await set_finalizers(
+                    self._api, WATCHERS, obj, [f for f in finalizers if f != FINALIZER]
+                )
                 logger.info("Watcher %s deleted: VirtualService removed, finalizer released", key)
             return
         if FINALIZER not in finalizers:
-            added = [*finalizers, FINALIZER]
-            patch = {"metadata": {"finalizers": added, "resourceVersion": meta["resourceVersion"]}}
-            obj = await merge_patch(self._api, WATCHERS, name, namespace, patch)
+            obj = await set_finalizers(self._api, WATCHERS, obj, [*finalizers, FINALIZER])
         generation = int(obj["metadata"].get("generation") or 0)
         status = obj.get("status") or {}
         if status.get("observedGeneration") != generation or not status.get("state"):
-            obj = await self._set_status(
-                obj,
-                state="Processing",
-                ready=False,
-                reason="Processing",
-                message="rendering the VirtualService",
-            )
+            obj = await self._set_status(obj, "Processing", "rendering the VirtualService")
         try:
             watcher = parse_watcher(obj)
             virtual_service = render_virtual_service(watcher, list(self._gateways.values()))
         except InvalidWatcher as exc:
             await self._delete_virtual_service(obj)
-            await self._set_status(
-                obj, state="Error", ready=False, reason="Invalid", message=str(exc)
-            )
+            await self._set_status(obj, "Error", str(exc))
             return
         await apply(self._api, VIRTUAL_SERVICES, virtual_service, field_manager=self._field_manager)
         route = virtual_service["spec"]["http"][0]
         prefix = route["match"][0]["uri"]["prefix"]
         destination = route["route"][0]["destination"]
+        gateways = ", ".join(virtual_service["spec"]["gateways"])
         await self._set_status(
             obj,
-            state="Ready",
-            ready=True,
-            reason="Ready",
-            message=f"VirtualService {key} routes {prefix} to {destination['host']}:"
-            f"{destination['port']['number']} via {', '.join(virtual_service['spec']['gateways'])}",
+            "Ready",
+            f"VirtualService {key} routes {prefix} to {destination['host']}:"
+            f"{destination['port']['number']} via {gateways}",
         )
 
-    async def _set_status(
-        self, obj: Obj, *, state: str, ready: bool, reason: str, message: str
-    ) -> Obj:
+    async def _set_status(self, obj: Obj, state: str, message: str) -> Obj:
+        """State and condition (reason ``Processing``, ``Invalid`` or ``Ready``), keeping
+        lastTransitionTime while the condition holds; written only when it changed."""
         meta = obj["metadata"]
         current = obj.get("status") or {}
-        status = desired_status(
-            current,
-            state=state,
-            ready=ready,
-            reason=reason,
-            message=message,
-            generation=int(meta.get("generation") or 0),
-        )
+        generation = int(meta.get("generation") or 0)
+        reason = {"Error": "Invalid"}.get(state, state)
+        before = current.get("conditions") or []
+        kept = condition(CONDITION_TYPE, state == "Ready", reason, message, before, timestamp())
+        status = {
+            "state": state,
+            "observedGeneration": generation,
+            "conditions": [{**kept, "observedGeneration": generation}],
+        }
         if all(current.get(k) == v for k, v in status.items()):
             return obj
         name, namespace = meta["name"], meta["namespace"]

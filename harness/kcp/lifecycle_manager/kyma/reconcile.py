@@ -33,6 +33,7 @@ from harness.kcp.lifecycle_manager.kyma.modules import (
 )
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome
+from harness.kcp.lifecycle_manager.queue.runtime import set_finalizers
 from harness.kube import (
     CRDS,
     KYMAS,
@@ -226,14 +227,7 @@ class KymaReconcile:
         finalizers = list(_meta(kyma).get("finalizers") or [])
         if KYMA_FINALIZER in finalizers:
             return kyma
-        return await self._set_finalizers(kyma, [*finalizers, KYMA_FINALIZER])
-
-    async def _set_finalizers(self, kyma: Obj, finalizers: Sequence[str]) -> Obj:
-        meta = _meta(kyma)
-        patch = {
-            "metadata": {"finalizers": list(finalizers), "resourceVersion": meta["resourceVersion"]}
-        }
-        return await merge_patch(self.kcp, KYMAS, meta["name"], meta["namespace"], patch)
+        return await set_finalizers(self.kcp, KYMAS, kyma, [*finalizers, KYMA_FINALIZER])
 
     async def _sync_kyma(self, skr: ApiClient, kyma: Obj) -> Obj:
         """The SKR Kyma, created (with the CRDs it needs) on first contact."""
@@ -368,7 +362,7 @@ class KymaReconcile:
         finalizers = [f for f in meta.get("finalizers") or [] if f != KYMA_FINALIZER]
         if finalizers != list(meta.get("finalizers") or []):
             with contextlib.suppress(NotFound):  # already gone: nothing to release
-                await self._set_finalizers(kyma, finalizers)
+                await set_finalizers(self.kcp, KYMAS, kyma, finalizers)
         await self.skrs.forget(name)
         self._prepared.pop(name, None)
         return Outcome.GONE

@@ -132,8 +132,7 @@ class Reconciler(Service):
         self.name = name
         self._reconcile = reconcile
         self._log = log
-        """Where the reconcile lines go (an environment observing this KLM through its log
-        hands its own logger; None: none, as for every controller but Kyma's)."""
+        """Where the reconcile lines go (None: none, as for every controller but Kyma's)."""
         self.intervals = intervals
         self._wall = wall_clock
         if workers < 1:
@@ -144,14 +143,12 @@ class Reconciler(Service):
         self._wake = asyncio.Event()
         self._records: list[Reconcile] = []
         self._failures: collections.Counter[str] = collections.Counter()
-        """Consecutive errors per key (the backoff's exponent); cleared by any other outcome."""
+        """Consecutive errors per key (the backoff's exponent)."""
         self._recorded = asyncio.Event()
         self.counters: collections.Counter[str] = collections.Counter()
         self.observers: list[Callable[[Reconcile], None]] = []
-        """Told every reconcile as it is recorded (e.g. ``watcher-harness up``'s live view)."""
 
     def now(self) -> float:
-        """The queue's clock (the event loop's ``time()`` unless one was injected)."""
         return self._clock() if self._clock else asyncio.get_running_loop().time()
 
     def enqueue(self, kyma: str, trigger: Trigger) -> None:
@@ -176,12 +173,11 @@ class Reconciler(Service):
 
     @property
     def depth(self) -> int:
-        """Keys ready and waiting for a worker (not those being reconciled, nor delayed)."""
+        """Keys ready and waiting for a worker."""
         return len(self._queue)
 
     @property
     def in_progress(self) -> int:
-        """Keys being reconciled right now (at most the number of workers)."""
         return len(self._queue.processing)
 
     async def _handle(self, item: WorkItem[str]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -23,12 +23,23 @@ from harness.kcp.lifecycle_manager.queue.reconciler import (
     Reconciler,
     RequeueIntervals,
 )
-from harness.kube import KubeError, Obj, Resource, object_key
+from harness.kube import KubeError, Obj, Resource, merge_patch, object_key
 from harness.kube.watch import watch_objects
 
 Handler = Callable[[str, Obj], None]
 """``(kind, obj)``: ``ADDED``/``MODIFIED``/``DELETED`` with the object, ``SYNCED`` after a
 (re-)list has been reported in full."""
+
+
+async def set_finalizers(
+    api: ApiClient, resource: Resource, obj: Mapping[str, Any], finalizers: Sequence[str]
+) -> Obj:
+    """``obj`` with ``finalizers``, written only over the version read (else ``Conflict``)."""
+    meta = obj["metadata"]
+    patch = {
+        "metadata": {"finalizers": list(finalizers), "resourceVersion": meta["resourceVersion"]}
+    }
+    return await merge_patch(api, resource, meta["name"], meta["namespace"], patch)
 
 
 class Informer(Service):

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 RECONCILE_STARTED = "Kyma reconciliation started"
 RECONCILE_FINISHED = "Kyma reconciliation finished"
@@ -27,32 +27,23 @@ EVENT_QUEUED = re.compile(r"^event received from SKR, adding (?P<key>[^\s/]+/[^\
 WATCH_EVENT = "watch-event"
 
 
-class _Reconciled(Protocol):
-    @property
-    def at(self) -> float: ...
-
-    @property
-    def kyma(self) -> str: ...
-
-    @property
-    def triggers(self) -> frozenset[str]: ...
-
-
-R = TypeVar("R", bound=_Reconciled)
+R = TypeVar("R")
 
 
 def matching(
     records: Iterable[R], kyma: str | None, trigger: str | None, since: float | None
 ) -> list[R]:
-    """The reconciles of ``kyma`` ("namespace/name") with ``trigger``, started at or after
-    ``since`` (None: any), in order."""
-    return [
-        r
-        for r in records
-        if (kyma is None or r.kyma == kyma)
-        and (trigger is None or trigger in r.triggers)
-        and (since is None or r.at >= since)
-    ]
+    """The reconciles (ours or a log's) of ``kyma`` ("namespace/name") with ``trigger``,
+    started at or after ``since`` (None: any), in order."""
+
+    def wanted(r: Any) -> bool:
+        return (
+            (kyma is None or r.kyma == kyma)
+            and (trigger is None or trigger in r.triggers)
+            and (since is None or r.at >= since)
+        )
+
+    return [r for r in records if wanted(r)]
 
 
 @dataclass(frozen=True)

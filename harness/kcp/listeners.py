@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.aio import stop_tasks
 from watcher.listener import ListenerEvent
@@ -26,19 +26,9 @@ Series = dict[tuple[tuple[str, str], ...], float]
 """Labels (sorted) → value."""
 
 
-class _Sample(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-
-    @property
-    def value(self) -> float: ...
-
-
-def summed_series(scrapes: Iterable[Iterable[_Sample]], name: str) -> Series:
-    """Every series named ``name`` in ``scrapes`` (one per incarnation), summed."""
+def summed_series(scrapes: Iterable[Iterable[Any]], name: str) -> Series:
+    """Every series named ``name`` in ``scrapes`` (one per incarnation; Prometheus samples
+    as parsed or as collected), summed."""
     out: Series = {}
     for samples in scrapes:
         for sample in samples:

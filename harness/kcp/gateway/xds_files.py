@@ -32,14 +32,6 @@ def exact(stat: str) -> str:
     return re.escape(stat)
 
 
-@dataclass(frozen=True)
-class _Xds:
-    """Admin stat names that tell whether one xDS file was applied or rejected."""
-
-    version: str
-    rejected: tuple[str, ...]
-
-
 @dataclass(kw_only=True, eq=False)
 class XdsFiles:
     """The xDS files of one gateway and what Envoy confirmed of them."""
@@ -75,31 +67,27 @@ class XdsFiles:
             raise
 
     def version_stat(self, file: str) -> str:
-        return self._xds(file).version
+        return self._stats(file) + "version_text"
 
-    def _xds(self, file: str) -> _Xds:
+    def _stats(self, file: str) -> str:
+        """The prefix of the admin stats that tell whether ``file`` was applied or rejected."""
         if file == self.layout.lds_file:
-            prefix = "listener_manager.lds."
-        elif file == self.layout.cds_file:
-            prefix = "cluster_manager.cds."
-        else:
-            listener = self.listener()
-            prefix = f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
-        return _Xds(prefix + "version_text", (prefix + "update_rejected",))
+            return "listener_manager.lds."
+        if file == self.layout.cds_file:
+            return "cluster_manager.cds."
+        listener = self.listener()
+        return f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
 
     async def _rejections(self, file: str) -> int:
-        names = self._xds(file).rejected
-        stats = await self.admin().stats("^(" + "|".join(exact(n) for n in names) + ")$")
-        return sum(stats.get(name, 0) for name in names)
+        name = self._stats(file) + "update_rejected"
+        return (await self.admin().stats(f"^{exact(name)}$")).get(name, 0)
 
     async def _confirm(self, file: str, version: str, baseline: int) -> None:
-        xds = self._xds(file)
+        stat = self.version_stat(file)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
-        seen: str | None = None
         while True:
-            readouts = await self.admin().text_readouts(f"^{exact(xds.version)}$")
-            seen = readouts.get(xds.version)
+            seen = (await self.admin().text_readouts(f"^{exact(stat)}$")).get(stat)
             if seen == version:
                 return
             if await self._rejections(file) > baseline:
@@ -112,7 +100,7 @@ class XdsFiles:
                 raise self.error(
                     GatewayUpdateTimeout,
                     f"{self.name}: {file} version {version} not applied after "
-                    f"{self.timeout:.1f} s ({xds.version} is {seen!r})",
+                    f"{self.timeout:.1f} s ({stat} is {seen!r})",
                 )
             await asyncio.sleep(_POLL)  # polling a condition until the deadline
 

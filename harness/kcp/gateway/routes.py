@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections import UserDict
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 from kubernetes_asyncio.client import ApiClient
@@ -38,23 +39,24 @@ def service_key(service: str, namespace: str, port: int) -> str:
     return f"{service}.{namespace}.svc.cluster.local:{port}"
 
 
-class ServiceRegistry(Mapping[str, Address]):
-    """Service DNS for the gateway: destination key → (ip, port); changes trigger a re-sync."""
+class ServiceRegistry(UserDict[str, Address]):
+    """Service DNS for the gateway: destination key → (ip, port); changes through
+    :meth:`register` and :meth:`unregister` trigger a re-sync."""
 
     def __init__(self) -> None:
-        self._addresses: dict[str, Address] = {}
+        super().__init__()
         self._subscribers: list[Callable[[], None]] = []
 
     def register(self, service: str, namespace: str, port: int, address: Address) -> str:
         """Route ``<service>.<namespace>.svc.cluster.local:<port>`` to ``address``."""
         key = service_key(service, namespace, port)
-        if self._addresses.get(key) != address:
-            self._addresses[key] = address
+        if self.data.get(key) != address:
+            self.data[key] = address
             self._notify()
         return key
 
     def unregister(self, service: str, namespace: str, port: int) -> None:
-        if self._addresses.pop(service_key(service, namespace, port), None) is not None:
+        if self.data.pop(service_key(service, namespace, port), None) is not None:
             self._notify()
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -70,15 +72,6 @@ class ServiceRegistry(Mapping[str, Address]):
     def _notify(self) -> None:
         for callback in list(self._subscribers):
             callback()
-
-    def __getitem__(self, key: str) -> Address:
-        return self._addresses[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._addresses)
-
-    def __len__(self) -> int:
-        return len(self._addresses)
 
 
 class Gateway(Protocol):

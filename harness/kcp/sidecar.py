@@ -116,6 +116,3 @@ class ListenerSidecar(Service):
         self.stack.push_async_callback(runner.cleanup)
         self.port = ports.free_port()
         await web.TCPSite(runner, self.host, self.port).start()
-
-
-__all__ = ["Exchange", "ListenerSidecar"]

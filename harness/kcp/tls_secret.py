@@ -88,13 +88,3 @@ def ca_added_at(secret: Mapping[str, Any] | None) -> dt.datetime | None:
     except (KeyError, ValueError):
         return None
     return at if at.tzinfo is not None else None
-
-
-__all__ = [
-    "TLS_KEYS",
-    "SecretLayoutError",
-    "ca_added_at",
-    "gateway_secret",
-    "tls_data",
-    "tls_secret",
-]

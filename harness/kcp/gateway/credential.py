@@ -98,6 +98,3 @@ def setup_credential_sync(
 
     runtime.watch(SECRETS, secret_event, ISTIO_NAMESPACE)
     return sync
-
-
-__all__ = ["GatewayCredentialSync", "setup_credential_sync"]

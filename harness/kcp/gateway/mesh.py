@@ -92,6 +92,3 @@ class GatewayMesh:
             trusted_gateways=self.trusted,
             **settings,
         )
-
-
-__all__ = ["GATEWAY_IDENTITY", "GATEWAY_SPIFFE_ID", "GatewayMesh", "service_hosts"]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.events import ListenerHost
-from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
+from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.lifecycle_manager.queue.reconciler import (
     Outcome,
@@ -40,21 +40,15 @@ logger = logging.getLogger("harness.kcp.lifecycle_manager.manager")
 
 COMPONENT = "lifecycle-manager"
 
-__all__ = [
+__all__ = [  # the Kyma controller's record, as its users read it
     "COMPONENT",
-    "RUNTIME_ID_LABEL",
-    "KymaCache",
-    "KymaInfo",
     "LifecycleManager",
-    "ListenerHost",
     "Outcome",
     "Reconcile",
-    "ReconcileFn",
     "ReconcileTimeout",
     "Reconciler",
     "RequeueIntervals",
     "Trigger",
-    "mark_ready",
 ]
 
 

@@ -38,6 +38,3 @@ class KlmMetrics:
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
         """One sample (0 when absent); labels not given are summed over."""
         return summed_sample(self.registry, name, labels)
-
-
-__all__ = ["KlmMetrics"]

@@ -164,6 +164,3 @@ class SkrDeployment:
                 with contextlib.suppress(KubeError):
                     await delete(skr, resource_for(obj), meta["name"], meta.get("namespace"))
         await self.certificates.remove(name)
-
-
-__all__ = ["SkrDeployment", "WebhookPending", "deployment_ready", "kcp_address", "skr_objects"]

@@ -97,6 +97,3 @@ class SkrWebhookManager:
             await target.remove()
         await delete(self.certificates.api, SECRETS, secret_name(name), ISTIO_NAMESPACE)
         self.certificates.forget(name)
-
-
-__all__ = ["SkrWebhook", "SkrWebhookManager", "runtime_identity"]

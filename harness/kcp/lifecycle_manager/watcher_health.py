@@ -199,6 +199,3 @@ def setup_watcher_health(
     runtime.add(health.host)
     runtime.add(health.monitor)
     return health
-
-
-__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "setup_watcher_health"]

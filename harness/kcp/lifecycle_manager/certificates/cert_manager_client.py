@@ -145,13 +145,3 @@ class CertManagerCertificates:
             with contextlib.suppress(KubeError):
                 await delete(self.api, resource, secret_name(kyma), ISTIO_NAMESPACE)
         self.metrics.not_renewed(kyma, None)
-
-
-__all__ = [
-    "CA_ISSUER",
-    "CERTIFICATES",
-    "CertManagerCertificates",
-    "CertificatePending",
-    "client_certificate",
-    "issued_before_bundle",
-]

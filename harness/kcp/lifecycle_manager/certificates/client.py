@@ -179,13 +179,3 @@ class KymaCertificates:
         self._locks.pop(kyma, None)
         self._parsed.forget(kyma)
         self.metrics.not_renewed(kyma, None)
-
-
-__all__ = [
-    "ISSUER_ANNOTATION",
-    "Issue",
-    "KymaCertificate",
-    "KymaCertificates",
-    "default_issue",
-    "secret_name",
-]

@@ -129,6 +129,3 @@ def setup_gateway_secret_from_ca(runtime: ControllerRuntime, **options: Any) -> 
     queue = runtime.controller("gateway-secret", handler, intervals=WATCH_DRIVEN, log=None)
     runtime.on_synced.append(lambda: queue.enqueue(KEY, Trigger.STARTUP))
     return handler
-
-
-__all__ = ["CA_SECRET", "GatewaySecretFromCa", "setup_gateway_secret_from_ca"]

@@ -241,6 +241,3 @@ class GatewaySecretManager(Service):
         index = policy.serving_entry(self._bundle, now, self.timings.grace)
         deadline = policy.next_deadline(self._bundle, index, now, self.timings)
         return min(max((deadline - now).total_seconds(), 0.05), MAX_SLEEP)
-
-
-__all__ = ["SERVING_CA_ANNOTATION", "GatewaySecretManager", "RotationError"]

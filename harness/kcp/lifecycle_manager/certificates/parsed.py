@@ -32,6 +32,3 @@ class ParsedCertificates:
 
     def forget(self, kyma: str) -> None:
         self._by_kyma.pop(kyma, None)
-
-
-__all__ = ["ParsedCertificates"]

@@ -153,18 +153,3 @@ def client_renewal_reason(
     if now >= certificate.not_valid_after_utc - timings.client_renew_before:
         return "it is due for renewal"
     return None
-
-
-__all__ = [
-    "BundleEntry",
-    "CertificateTimings",
-    "ca_renewal_due",
-    "client_renewal_reason",
-    "common_name",
-    "dns_names",
-    "issuer_name",
-    "next_deadline",
-    "serving_entry",
-    "unexpired",
-    "whole_second",
-]

@@ -141,6 +141,3 @@ class ControllerRuntime(Service):
             call()
         for runnable in self._runnables:
             await self.stack.enter_async_context(runnable)
-
-
-__all__ = ["ControllerRuntime", "Handler", "Informer"]

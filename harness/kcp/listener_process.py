@@ -50,17 +50,17 @@ class ListenerProcessError(HarnessError, RuntimeError):
     """The process is not running (or already is) when the call needs the other state."""
 
 
-def upstream_command(binary: Path) -> ListenerCommand:
-    """Upstream's Go listener, built from ``tools/upstream-listener``."""
-
-    def argv(component: str, port: int, metrics_port: int) -> list[str]:
-        return [
-            str(binary),
-            *("--component", component, "--host", ports.LOOPBACK),
-            *("--port", str(port), "--metrics-port", str(metrics_port)),
-        ]
+def _command(program: str, *tail: str, metrics_port: bool = False) -> ListenerCommand:
+    def argv(component: str, port: int, metrics: int) -> list[str]:
+        words = [program, "--component", component, "--host", ports.LOOPBACK, "--port", str(port)]
+        return [*words, *(("--metrics-port", str(metrics)) if metrics_port else ()), *tail]
 
     return argv
+
+
+def upstream_command(binary: Path) -> ListenerCommand:
+    """Upstream's Go listener, built from ``tools/upstream-listener``."""
+    return _command(str(binary), metrics_port=True)
 
 
 @dataclass(frozen=True)
@@ -80,16 +80,10 @@ def ours_command(tls: ListenerTls | None = None) -> ListenerCommand:
     executable = shutil.which("watcher-listener", path=search)
     if executable is None:
         raise ListenerProcessError("watcher-listener not found; install the project")
-
-    def argv(component: str, port: int, metrics_port: int) -> list[str]:
-        words = [executable, "--component", component, "--host", ports.LOOPBACK]
-        words += ["--port", str(port)]
-        if tls is None:
-            return [*words, "--insecure-trust-any-xfcc"]
-        words += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
-        return [*words, "--gateway-ca", str(tls.gateway_ca)]
-
-    return argv
+    if tls is None:
+        return _command(executable, "--insecure-trust-any-xfcc")
+    files = ("--tls-cert", str(tls.cert), "--tls-key", str(tls.key))
+    return _command(executable, *files, "--gateway-ca", str(tls.gateway_ca))
 
 
 def without_listener_settings(env: Mapping[str, str]) -> dict[str, str]:

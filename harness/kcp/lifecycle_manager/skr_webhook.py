@@ -49,9 +49,11 @@ def runtime_identity(kyma: Obj) -> tuple[str, str, str]:
     runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
     skr_domain = (meta.get("annotations") or {}).get(SKR_DOMAIN_ANNOTATION)
     if not runtime_id or not skr_domain:
-        missing = "label " + RUNTIME_ID_LABEL if not runtime_id else ""
-        if not skr_domain:
-            missing += (" and " if missing else "") + "annotation " + SKR_DOMAIN_ANNOTATION
+        lacks = {
+            f"label {RUNTIME_ID_LABEL}": runtime_id,
+            f"annotation {SKR_DOMAIN_ANNOTATION}": skr_domain,
+        }
+        missing = " and ".join(what for what, value in lacks.items() if not value)
         raise HarnessError(f"Kyma {name} has no {missing}: no certificate can be issued")
     return name, str(runtime_id), str(skr_domain)
 

@@ -84,6 +84,7 @@ class WatcherController:
         """Set by the setup: queue a :meth:`publish`."""
         self._published: frozenset[str] = frozenset()
         self._published_changed = asyncio.Condition()
+        self.errors = 0
 
     def watchers(self) -> list[Watcher]:
         """The current valid Watchers, sorted by namespace/name (list order)."""
@@ -112,6 +113,7 @@ class WatcherController:
             try:
                 await callback(watchers)
             except Exception:
+                self.errors += 1
                 logger.exception("on_change callback %r failed", callback)
         async with self._published_changed:
             self._published = frozenset(f"{w.namespace}/{w.name}" for w in watchers)
@@ -140,6 +142,7 @@ class WatcherController:
         except Conflict as exc:
             logger.debug("%s changed meanwhile, the next event reconciles it: %s", key, exc)
         except KubeError as exc:
+            self.errors += 1
             logger.warning("reconcile of Watcher %s failed, retrying: %s", key, exc)
             return Outcome.ERROR
         return Outcome.SUCCESS

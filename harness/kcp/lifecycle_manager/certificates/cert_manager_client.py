@@ -16,8 +16,11 @@ from typing import Any
 from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
-from harness.kcp.lifecycle_manager.certificates.client import KymaCertificate, secret_name
-from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
+from harness.kcp.lifecycle_manager.certificates.client import (
+    KymaCertificate,
+    ParsedCertificates,
+    secret_name,
+)
 from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUBJECT
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
 from harness.kcp.lifecycle_manager.kyma.status import timestamp

@@ -267,8 +267,7 @@ class EnvoyGateway(Service):
         layout = self._layout()
         Path(layout.directory).mkdir(parents=True, exist_ok=True)
         config = self._render(self._spec)
-        for file, content in config.files().items():
-            self._xds.write(file, content)
+        self._xds.write_unconfirmed(None, config)
         self._applied = config
         bootstrap = render_bootstrap(layout, admin_port=self._admin_port, node_id=self.name)
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())

@@ -16,7 +16,7 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Final
 
@@ -116,7 +116,12 @@ def configure_logging(level: int) -> None:
     logging.getLogger("harness.kcp.lifecycle_manager.manager").setLevel(logging.INFO)
 
 
-async def _serve(stack: AsyncExitStack, app: web.Application, address: tuple[str, int]) -> None:
+async def _serve(
+    stack: AsyncExitStack, address: tuple[str, int], routes: Mapping[str, Any]
+) -> None:
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     stack.push_async_callback(runner.cleanup)
@@ -192,13 +197,8 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
         async def probe(_: web.Request) -> web.Response:
             return web.Response(text="ok")
 
-        metrics_app = web.Application()
-        metrics_app.router.add_get("/metrics", exposition)
-        probes = web.Application()
-        probes.router.add_get("/readyz", probe)
-        probes.router.add_get("/healthz", probe)
-        await _serve(stack, metrics_app, args.metrics_bind_address)
-        await _serve(stack, probes, args.health_probe_bind_address)
+        await _serve(stack, args.metrics_bind_address, {"/metrics": exposition})
+        await _serve(stack, args.health_probe_bind_address, {"/readyz": probe, "/healthz": probe})
         logger.warning("watcher-klm started; SKR events on %s:%d", listen_host, listen_port)
         await stop.wait()
         logger.warning("watcher-klm stopping")

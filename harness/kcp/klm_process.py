@@ -9,7 +9,6 @@ restarts, so the gateway's route to its listener stays valid.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -26,8 +25,6 @@ from harness.kcp.lifecycle_manager.queue.reconciler import (
     RequeueIntervals,
     first_of,
 )
-
-logger = logging.getLogger("harness.kcp.klm_process")
 
 LOG_POLL = 0.05
 """Seconds between looks at the log file for new lines."""

@@ -10,7 +10,6 @@ kubelet made the Deployment ready, :class:`WebhookPending` keeps the Kyma ``Proc
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -42,8 +41,6 @@ from watcher.render.webhook_config import (
     ServiceTarget,
     render_webhook_configuration,
 )
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.skr_deployment")
 
 Obj = Mapping[str, Any]
 IMAGE_REPOSITORY: Final = "europe-docker.pkg.dev/kyma-project/prod/runtime-watcher"

@@ -8,7 +8,6 @@ its :class:`SkrWebhook` (a process on this host, or a Deployment) knows *how*.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -18,8 +17,6 @@ from harness.kube import SECRETS, delete
 from watcher import pki
 from watcher.domain import ISTIO_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.render.watcher_cr import Watcher
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.skr_webhook")
 
 Obj = Mapping[str, Any]
 

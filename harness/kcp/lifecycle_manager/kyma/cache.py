@@ -7,7 +7,6 @@ Kyma's annotations: both read this index instead of asking the API server per ev
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,8 +15,6 @@ from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import object_key
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKIP_RECONCILIATION_LABEL
 from watcher.model import ObjectKey
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.kyma.cache")
 
 DEFAULT_NAMESPACE = KCP_NAMESPACE
 

@@ -97,12 +97,9 @@ def template_command(words: Sequence[str]) -> ListenerCommand:
     ``{metrics_port}`` filled in."""
 
     def argv(component: str, port: int, metrics_port: int) -> list[str]:
-        values = {
-            "component": component,
-            "host": ports.LOOPBACK,
-            "port": str(port),
-            "metrics_port": str(metrics_port),
-        }
+        values = dict(
+            component=component, host=ports.LOOPBACK, port=port, metrics_port=metrics_port
+        )
         return [word.format(**values) for word in words]
 
     return argv

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -140,26 +141,19 @@ def _same_copy(a: Obj, b: Obj) -> bool:
     )
 
 
+@dataclass(eq=False)
 class KymaReconcile:
     """``await reconcile("kcp-system/<kyma>")`` → the outcome; see the module doc."""
 
-    def __init__(
-        self,
-        kcp_api: ApiClient,
-        skrs: SkrClients,
-        *,
-        watcher: RuntimeWatcher | None = None,
-        health: HealthProbe | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        """``watcher`` None: the watcher is left alone (no ``SKRWebhook`` condition)."""
-        self.kcp = kcp_api
-        self.skrs = skrs
-        self.watcher = watcher
-        self.health = health
-        self.clock = clock
-        self._prepared: dict[str, ApiClient] = {}
-        """Kyma → the SKR client whose CRDs and namespace are in place."""
+    kcp: ApiClient
+    skrs: SkrClients
+    _: KW_ONLY
+    watcher: RuntimeWatcher | None = None
+    """None: the watcher is left alone (no ``SKRWebhook`` condition)."""
+    health: HealthProbe | None = None
+    clock: Callable[[], float] = time.time
+    _prepared: dict[str, ApiClient] = field(default_factory=dict, init=False)
+    """Kyma → the SKR client whose CRDs and namespace are in place."""
 
     async def __call__(self, key: str) -> Outcome:
         namespace, _, name = key.partition("/")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
@@ -101,29 +102,23 @@ def skr_objects(
     return objects
 
 
+@dataclass(frozen=True)
 class SkrDeployment:
     """The reconcile's Runtime Watcher step for a KLM process (``install``/``remove``)."""
 
-    def __init__(
-        self,
-        certificates: CertManagerCertificates,
-        skrs: SkrClients,
-        *,
-        watchers: Callable[[], Sequence[Watcher]],
-        image_tag: str,
-    ) -> None:
-        self.certificates = certificates
-        self.skrs = skrs
-        self._watchers = watchers
-        self.image = f"{IMAGE_REPOSITORY}:{image_tag}"
+    certificates: CertManagerCertificates
+    skrs: SkrClients
+    _: KW_ONLY
+    watchers: Callable[[], Sequence[Watcher]]
+    image_tag: str
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
         name, runtime_id, skr_domain = runtime_identity(kyma)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)
         gateway = await get(self.certificates.api, GATEWAYS, *GATEWAY)
-        watchers = self._watchers()
+        watchers = self.watchers()
         objects = skr_objects(
-            image=self.image,
+            image=f"{IMAGE_REPOSITORY}:{self.image_tag}",
             kcp_addr=kcp_address(gateway),
             tls=pki.secret_data(cert.issued, cert.ca_bundle_pem),
             watchers=watchers,

@@ -9,6 +9,7 @@ its :class:`SkrWebhook` (a process on this host, or a Deployment) knows *how*.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
@@ -55,23 +56,18 @@ def runtime_identity(kyma: Obj) -> tuple[str, str, str]:
     return name, str(runtime_id), str(skr_domain)
 
 
+@dataclass(frozen=True)
 class SkrWebhookManager:
     """``await manager.install(kyma)`` in each reconcile; ``remove(kyma)`` on deletion."""
 
-    def __init__(
-        self,
-        certificates: KymaCertificates,
-        *,
-        watchers: Callable[[], Sequence[Watcher]],
-        target: Callable[[str], SkrWebhook | None],
-    ) -> None:
-        """``target``: runtime id (a Kyma may be called anything) → its SKR's webhook."""
-        self.certificates = certificates
-        self._watchers = watchers
-        self._target = target
+    certificates: KymaCertificates
+    _: KW_ONLY
+    watchers: Callable[[], Sequence[Watcher]]
+    target: Callable[[str], SkrWebhook | None]
+    """Runtime id (a Kyma may be called anything) → its SKR's webhook."""
 
     def _skr(self, name: str, runtime_id: str) -> SkrWebhook:
-        target = self._target(runtime_id)
+        target = self.target(runtime_id)
         if target is None:
             raise HarnessError(
                 f"no Runtime Watcher installation for Kyma {name} (runtime {runtime_id})"
@@ -83,7 +79,7 @@ class SkrWebhookManager:
         name, runtime_id, skr_domain = runtime_identity(kyma)
         skr = self._skr(name, runtime_id)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)
-        return await skr.repair(self._watchers, (cert.issued, cert.ca_bundle_pem))
+        return await skr.repair(self.watchers, (cert.issued, cert.ca_bundle_pem))
 
     async def remove(self, kyma: Obj, *, skr_reachable: bool = True) -> None:
         """The Kyma goes: its SKR's watcher resources (when the SKR can be reached), then
@@ -91,7 +87,7 @@ class SkrWebhookManager:
         meta = kyma.get("metadata") or {}
         name = str(meta.get("name"))
         runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
-        target = self._target(runtime_id) if runtime_id else None
+        target = self.target(runtime_id) if runtime_id else None
         if target is not None and skr_reachable:
             await target.remove()
         await delete(self.certificates.api, SECRETS, secret_name(name), ISTIO_NAMESPACE)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from cryptography import x509
@@ -89,14 +90,15 @@ def issued_before_bundle(certificate: x509.Certificate, gateway: Any) -> bool:
     ) - dt.timedelta(seconds=1)
 
 
+@dataclass(eq=False)
 class CertManagerCertificates:
     """``await certs.ensure(kyma, runtime_id, skr_domain)`` → the issued certificate, or
     :class:`CertificatePending` while cert-manager has not issued it."""
 
-    def __init__(self, api: ApiClient, *, metrics: KlmMetrics | None = None) -> None:
-        self.api = api
-        self.metrics = metrics or KlmMetrics()
-        self._parsed = ParsedCertificates()
+    api: ApiClient
+    _: KW_ONLY
+    metrics: KlmMetrics = field(default_factory=KlmMetrics)
+    _parsed: ParsedCertificates = field(default_factory=ParsedCertificates, init=False)
 
     async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
         wanted = client_certificate(kyma, runtime_id, skr_domain)

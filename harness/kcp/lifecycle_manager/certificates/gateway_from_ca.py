@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
 from cryptography import x509
@@ -38,22 +39,17 @@ CA_SECRET: Final = "klm-watcher"
 """cert-manager's Secret of KLM's CA (``config/watcher`` in KLM's deployment)."""
 
 
+@dataclass(eq=False)
 class GatewaySecretFromCa:
     """The gateway Secret follows the CA (set up by :func:`setup_gateway_secret_from_ca`)."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        *,
-        grace: dt.timedelta = DEFAULT_GRACE,
-        poll: float = 1.0,
-    ) -> None:
-        self.api = api
-        self.grace = grace
-        self.poll = poll
-        self._bundle: list[policy.BundleEntry] = []
-        self._serving: tuple[bytes, bytes] | None = None
-        self._newest: tuple[bytes, bytes] | None = None
+    api: ApiClient
+    _: KW_ONLY
+    grace: dt.timedelta = DEFAULT_GRACE
+    poll: float = 1.0
+    _bundle: list[policy.BundleEntry] = field(default_factory=list, init=False)
+    _serving: tuple[bytes, bytes] | None = field(default=None, init=False)
+    _newest: tuple[bytes, bytes] | None = field(default=None, init=False)
 
     async def sync(self, now: dt.datetime | None = None) -> bool:
         """One look at the CA Secret; True when the gateway Secret was written."""

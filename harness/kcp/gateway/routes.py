@@ -14,6 +14,7 @@ import json
 import logging
 from collections import UserDict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from kubernetes_asyncio.client import ApiClient
@@ -84,29 +85,29 @@ ROUTES: Final = "istio-system/routes"
 """The one key of the route sync: every VirtualService goes to the gateway at once."""
 
 
+@dataclass(eq=False)
 class VirtualServiceSync:
     """The route sync's reconcile: the gateway's routes := the KCP's VirtualServices."""
 
-    def __init__(self, gateway: Gateway, registry: ServiceRegistry, informer: Informer) -> None:
-        self._gateway = gateway
-        self._registry = registry
-        self._informer = informer
-        self.applied = 0
-        """How many times the gateway accepted the current set."""
-        self.last_error: Exception | None = None
-        """Why the last push to the gateway failed (None after a success)."""
-        self.invalid: dict[str, str] = {}
-        """``<ns>/<name>`` → why that VirtualService was left out."""
+    gateway: Gateway
+    registry: ServiceRegistry
+    informer: Informer
+    applied: int = field(default=0, init=False)
+    """How many times the gateway accepted the current set."""
+    last_error: Exception | None = field(default=None, init=False)
+    """Why the last push to the gateway failed (None after a success)."""
+    invalid: dict[str, str] = field(default_factory=dict, init=False)
+    """``<ns>/<name>`` → why that VirtualService was left out."""
 
     async def wait_listed(self) -> None:
         """Until the first list has been taken in (bound it with ``asyncio.timeout``)."""
-        await self._informer.synced.wait()
+        await self.informer.synced.wait()
 
     async def __call__(self, _: str) -> Outcome:
         """Push every mappable VirtualService; a refusal waits for the next change."""
         services: list[Mapping[str, Any]] = []
         invalid: dict[str, str] = {}
-        objects = self._informer.objects
+        objects = self.informer.objects
         for key in sorted(objects):
             try:
                 routes_from_virtual_service(objects[key])
@@ -118,7 +119,7 @@ class VirtualServiceSync:
             logger.warning("VirtualService %s left out: %s", key, invalid[key])
         self.invalid = invalid
         try:
-            await self._gateway.update(services, dict(self._registry))
+            await self.gateway.update(services, dict(self.registry))
         except GatewayError as exc:
             logger.warning("gateway refused %d VirtualService(s): %s", len(services), exc)
             self.last_error = exc

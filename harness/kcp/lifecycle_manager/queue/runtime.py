@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
@@ -42,27 +43,21 @@ async def set_finalizers(
     return await merge_patch(api, resource, meta["name"], meta["namespace"], patch)
 
 
+@dataclass(eq=False)
 class Informer(Service):
     """One list+watch of ``resource`` (in ``namespace``, or all), its store and handlers."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        resource: Resource,
-        namespace: str | None = None,
-        sync_timeout: float = 30.0,
-    ) -> None:
-        self._api = api
-        self.resource = resource
-        self.namespace = namespace
-        self._sync_timeout = sync_timeout
-        self.objects: dict[str, Obj] = {}
-        """``<ns>/<name>`` → the object as last seen."""
-        self.handlers: list[Handler] = []
-        self.synced = asyncio.Event()
+    api: ApiClient
+    resource: Resource
+    namespace: str | None = None
+    sync_timeout: float = 30.0
+    objects: dict[str, Obj] = field(default_factory=dict, init=False)
+    """``<ns>/<name>`` → the object as last seen."""
+    handlers: list[Handler] = field(default_factory=list, init=False)
+    synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     async def _run(self) -> None:
-        async for kind, obj in watch_objects(self._api, self.resource, namespace=self.namespace):
+        async for kind, obj in watch_objects(self.api, self.resource, namespace=self.namespace):
             if kind == "SYNCED":
                 self.synced.set()
             elif kind == "DELETED":
@@ -75,12 +70,12 @@ class Informer(Service):
     async def start(self) -> None:
         self.spawn(self._run(), f"informer-{self.resource.plural}")
         try:
-            async with asyncio.timeout(self._sync_timeout):
+            async with asyncio.timeout(self.sync_timeout):
                 await self.synced.wait()
         except TimeoutError:
             raise KubeError(
                 f"{self.resource.plural} in {self.namespace or 'all namespaces'} not listed "
-                f"within {self._sync_timeout:g} s; are the CRDs applied (fixtures/crds)? "
+                f"within {self.sync_timeout:g} s; are the CRDs applied (fixtures/crds)? "
                 "see harness.kube warnings"
             ) from None
 

@@ -112,8 +112,6 @@ class KlmProcess(CountingIncarnations):
         self.env = dict(os.environ if self.env is None else self.env)
         self._follower = _Follower(self.log_path)
 
-    # -- facts ------------------------------------------------------------------------
-
     @property
     def listener_port(self) -> int:
         """Where KLM's SKR-event listener serves (plain HTTP, XFCC from the gateway)."""
@@ -125,8 +123,6 @@ class KlmProcess(CountingIncarnations):
 
     def argv(self) -> list[str]:
         return [*self.command, *self.flags.argv(self.kubeconfig, *self._ports)]
-
-    # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start an incarnation on the same ports; ready once ``/readyz`` answers 200. The
@@ -162,8 +158,6 @@ class KlmProcess(CountingIncarnations):
         process, self._process = self._process, None
         await process.kill()
         self._consume()
-
-    # -- the log ----------------------------------------------------------------------
 
     def _consume(self) -> None:
         for line in self._follower.read():
@@ -206,8 +200,6 @@ class KlmProcess(CountingIncarnations):
                 + (f", the last at {seen[-1].at:.3f} ({sorted(seen[-1].triggers)})" if seen else "")
             )
         return found
-
-    # -- metrics ----------------------------------------------------------------------
 
     def _metrics_url(self) -> str:
         return self.metrics_url

@@ -134,8 +134,6 @@ class ListenerProcess(EventCounts, CountingIncarnations):
     def __post_init__(self) -> None:
         self.name = f"{self.implementation}-listener-{self.component}"
 
-    # -- facts ------------------------------------------------------------------------
-
     @property
     def port(self) -> int:
         return self._port(0)
@@ -148,8 +146,6 @@ class ListenerProcess(EventCounts, CountingIncarnations):
     @property
     def event_url(self) -> str:
         return f"{self.url}/v2/{self.component}/event"
-
-    # -- lifecycle --------------------------------------------------------------------
 
     def _fresh_ports(self) -> tuple[int, int]:
         return ports.free_port(), ports.free_port()
@@ -200,8 +196,6 @@ class ListenerProcess(EventCounts, CountingIncarnations):
             await process.stop()
         finally:
             await drain(reader, self.stop_timeout, f"listener {self.component}")
-
-    # -- metrics ----------------------------------------------------------------------
 
     def _metrics_url(self) -> str | None:
         if self.serves_tls:

@@ -154,8 +154,6 @@ class EnvoyGateway(Service):
         self.last_apply_seconds: float | None = None
         """From the first write of the last confirmed update to its last confirmation."""
 
-    # -- facts ------------------------------------------------------------------------
-
     def _started(self, value: _T | None) -> _T:
         if not value:
             raise GatewayError(f"{self.name} has not been started")
@@ -211,8 +209,6 @@ class EnvoyGateway(Service):
     @property
     def _xds(self) -> XdsFiles:
         return self._started(self._xds_files)
-
-    # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start Envoy; ready once it serves. A later call starts it on the same ports with
@@ -298,8 +294,6 @@ class EnvoyGateway(Service):
         await self.stop()
         await self.start()
 
-    # -- configuration ----------------------------------------------------------------
-
     async def update(
         self,
         virtual_services: Iterable[Mapping[str, Any]],
@@ -370,8 +364,6 @@ class EnvoyGateway(Service):
 
     def _error(self, kind: type[GatewayError], headline: str) -> GatewayError:
         return kind(with_log_tail(headline, self.log_path, lines=10))
-
-    # -- observability ----------------------------------------------------------------
 
     async def stats(self) -> dict[str, int]:
         """Every counter and gauge (``/stats?format=json``)."""

@@ -133,8 +133,6 @@ class WatcherController:
                 self._sync_timeout,
             )
 
-    # reconcile -------------------------------------------------------------------------
-
     async def __call__(self, key: str) -> Outcome:
         """Reconcile ``key``; a conflict waits for the next event, other API errors retry."""
         try:

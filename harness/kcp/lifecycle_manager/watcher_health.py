@@ -124,8 +124,6 @@ class WatcherHealth:
         self._doubtful: set[str] = set()
         """Kymas whose last heartbeat write failed: the next one re-reads the kubeconfig."""
 
-    # the reconcile's side ----------------------------------------------------------------
-
     def watch(self, kyma: Mapping[str, Any]) -> None:
         """The Kyma's watcher is installed: probe its runtime (again: nothing changes)."""
         meta = kyma.get("metadata") or {}
@@ -147,8 +145,6 @@ class WatcherHealth:
         runtime_id = ((kyma.get("metadata") or {}).get("labels") or {}).get(RUNTIME_ID_LABEL)
         status = self.monitor.status(runtime_id) if runtime_id else None
         return health_condition(status.health, status.since) if status else None
-
-    # heartbeats out, echoes in -----------------------------------------------------------
 
     async def _write(self, runtime_id: str, seq: int) -> None:
         key = self._kymas.get(runtime_id)

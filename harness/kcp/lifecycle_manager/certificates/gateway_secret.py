@@ -98,8 +98,6 @@ class GatewaySecretManager(Service):
         self.on_rotated: list[Callable[[pki.CertificateAuthority], None]] = []
         """Called with each new CA once it issues (after ``confirm``)."""
 
-    # -- facts --------------------------------------------------------------------------
-
     @staticmethod
     def _started(value: _T | None) -> _T:
         if value is None:
@@ -144,8 +142,6 @@ class GatewaySecretManager(Service):
             **{SERVING_CA_ANNOTATION: self.serving_ca.common_name},
         )
 
-    # -- lifecycle ----------------------------------------------------------------------
-
     async def start(self) -> None:
         """The first CA (serving at once), the Secret, the timer."""
         ca = await self._new_ca()
@@ -169,8 +165,6 @@ class GatewaySecretManager(Service):
 
     async def _write(self) -> None:
         await create_or_replace(self._api, SECRETS, self.secret())
-
-    # -- rotation -----------------------------------------------------------------------
 
     async def rotate(self) -> pki.CertificateAuthority:
         """A new CA now (``fault: {rotate: ca}``); it issues once ``confirm`` returned."""

@@ -85,8 +85,6 @@ class KymaCache:
         self.on_change: Callable[[str, Trigger], None] | None = None
         """Told ``(key, trigger)`` when a Kyma appears or changes after the first list."""
 
-    # queries ---------------------------------------------------------------------------
-
     def get(self, key: str) -> KymaInfo | None:
         return self._kymas.get(key)
 
@@ -115,8 +113,6 @@ class KymaCache:
             while (key in self._kymas) != present:
                 self._changed.clear()
                 await self._changed.wait()
-
-    # feeding ---------------------------------------------------------------------------
 
     def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
         """One watch event; after the first list (the manager's startup) a Kyma that

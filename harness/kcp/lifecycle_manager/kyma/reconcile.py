@@ -215,8 +215,6 @@ class KymaReconcile:
         condition = self.health.condition(kyma) if self.health is not None else None
         return [condition] if condition is not None else []
 
-    # steps -----------------------------------------------------------------------------
-
     async def _ensure_finalizer(self, kyma: Obj) -> Obj:
         finalizers = list(_meta(kyma).get("finalizers") or [])
         if KYMA_FINALIZER in finalizers:
@@ -305,8 +303,6 @@ class KymaReconcile:
         meta = _meta(kyma)
         patch = {"status": dict(status)}
         await merge_patch(api, KYMAS, meta["name"], meta["namespace"], patch, subresource="status")
-
-    # deletion --------------------------------------------------------------------------
 
     async def _clean_skr(self, skr: ApiClient, kyma: Obj) -> None:
         """The SKR as upstream's KLM leaves it: no watcher, SKR Kyma, catalog copies or

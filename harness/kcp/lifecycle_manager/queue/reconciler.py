@@ -234,8 +234,6 @@ class Reconciler(Service):
             self.counters[f"trigger:{trigger.value}"] += 1
         self._recorded.set()
 
-    # queries ---------------------------------------------------------------------------
-
     def reconciles(
         self,
         kyma: str | None = None,
@@ -269,8 +267,6 @@ class Reconciler(Service):
                 f"queued {len(self._queue)}, processing {sorted(self._queue.processing)}"
             )
         return found
-
-    # workers ---------------------------------------------------------------------------
 
     async def _next(self) -> WorkItem[str]:
         while True:

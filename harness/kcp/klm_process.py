@@ -125,8 +125,7 @@ class KlmProcess(CountingIncarnations):
         return [*self.command, *self.flags.argv(self.kubeconfig, *self._ports)]
 
     async def start(self) -> None:
-        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200. The
-        log is followed from the first start on."""
+        """Ready once ``/readyz`` answers; the log is followed from the first start on."""
         if self._session is None:
             self.spawn(self._follow(), "klm-log")
         await super().start()

@@ -182,8 +182,7 @@ class ListenerProcess(EventCounts, CountingIncarnations):
                 yield event
 
     async def stop(self) -> None:
-        """SIGTERM (upstream shuts its server down), then the events it printed are handed
-        over; metrics are scraped first so the counters survive the incarnation."""
+        """Scrape (counters survive the incarnation), SIGTERM, hand over what it printed."""
         if self._process is None:
             return
         await self._scrape()

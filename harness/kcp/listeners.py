@@ -59,8 +59,7 @@ class EventCounts:
 
 
 async def drain(task: asyncio.Task[None] | None, within: float, name: str) -> None:
-    """Until ``task`` handed over the events its incarnation accepted (at most ``within``
-    seconds), then stop it."""
+    """Until ``task`` handed over its incarnation's events (at most ``within`` s); stop it."""
     if task is None:
         return
     try:

@@ -211,8 +211,7 @@ class EnvoyGateway(Service):
         return self._started(self._xds_files)
 
     async def start(self) -> None:
-        """Start Envoy; ready once it serves. A later call starts it on the same ports with
-        the files as they are."""
+        """Ready once Envoy serves; a later call restarts it on the same ports and files."""
         if self.running:
             raise GatewayError(f"{self.name} is already running (pid {self.pid})")
         if self._session is not None:

@@ -129,8 +129,7 @@ async def _serve(
 
 
 def controller_metrics(klm: LifecycleManager, metrics: KlmMetrics) -> None:
-    """controller-runtime's ``controller_runtime_reconcile_total`` and ``workqueue_depth``
-    of the Kyma controller, in KLM's registry."""
+    """controller-runtime's reconcile counter and queue depth of the Kyma controller."""
     reconciles = Counter(
         "controller_runtime_reconcile_total",
         "Total number of reconciliations per controller",

@@ -30,8 +30,7 @@ class SkrWebhook(Protocol):
         watchers: Callable[[], Sequence[Watcher]] | None = None,
         certificate: tuple[pki.Issued, bytes] | None = None,
     ) -> tuple[str, ...]:
-        """Take ``certificate``, render from ``watchers``, put back what differs; what
-        changed."""
+        """Take ``certificate``, render from ``watchers``, put back what differs (said)."""
         ...
 
     async def remove(self) -> None:
@@ -40,8 +39,7 @@ class SkrWebhook(Protocol):
 
 
 def runtime_identity(kyma: Obj) -> tuple[str, str, str]:
-    """The Kyma's name, runtime id and ``skr-domain``; a Kyma lacking either of the last
-    two is an error (its certificate needs both)."""
+    """The Kyma's name, runtime id and ``skr-domain`` (its certificate needs all three)."""
     meta = kyma.get("metadata") or {}
     name = str(meta.get("name"))
     runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
@@ -82,8 +80,7 @@ class SkrWebhookManager:
         return await skr.repair(self.watchers, (cert.issued, cert.ca_bundle_pem))
 
     async def remove(self, kyma: Obj, *, skr_reachable: bool = True) -> None:
-        """The Kyma goes: its SKR's watcher resources (when the SKR can be reached), then
-        its KCP certificate."""
+        """Its SKR's watcher resources (when reachable), then its KCP certificate."""
         meta = kyma.get("metadata") or {}
         name = str(meta.get("name"))
         runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)

@@ -106,8 +106,7 @@ class WatcherController:
         self.notify()
 
     async def publish(self, _: str) -> Outcome:
-        """Hand the valid Watchers to every ``on_change`` callback (a burst coalesces in
-        the notifier's queue: one key)."""
+        """Hand the valid Watchers to every ``on_change`` callback (a burst: one call)."""
         watchers = self.watchers()
         for callback in list(self.on_change):
             try:

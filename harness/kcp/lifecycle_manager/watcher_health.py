@@ -189,8 +189,7 @@ class WatcherHealth:
 def setup_watcher_health(
     runtime: ControllerRuntime, skrs: SkrClients, kymas: Reconciler, **options: Any
 ) -> WatcherHealth:
-    """The prober's listener and monitor run on ``runtime``; its transitions are a watch of
-    the Kyma controller ``kymas`` (triggers ``watcher-health``, ``watcher-recovered``)."""
+    """Listener and monitor run on ``runtime``; transitions enqueue Kymas on ``kymas``."""
     health = WatcherHealth(skrs, kymas, **options)
     runtime.add(health.host)
     runtime.add(health.monitor)

@@ -92,8 +92,7 @@ class KymaCache:
         return [self._kymas[k] for k in sorted(self._kymas)]
 
     def by_runtime_id(self, runtime_id: str, namespace: str | None = None) -> list[KymaInfo]:
-        """Every cached Kyma labelled with ``runtime_id`` (in ``namespace`` if given),
-        from the index: one dict lookup per event, whatever the fleet's size."""
+        """From the index: one dict lookup per event, whatever the fleet's size."""
         keys = self._by_runtime_id.get(runtime_id, ())
         found = [self._kymas[k] for k in sorted(keys)]
         return [k for k in found if namespace is None or k.namespace == namespace]

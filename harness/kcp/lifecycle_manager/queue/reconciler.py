@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from enum import StrEnum
 from typing import Final, TypeVar
 
@@ -115,41 +115,34 @@ ReconcileFn = Callable[[str], Awaitable[Outcome | float]]
 """Key → its outcome, or the seconds until it is due again (a success)."""
 
 
+@dataclass(eq=False)
 class Reconciler(Service):
     """``async with Reconciler(fn) as r: r.enqueue("kcp-system/a", Trigger.STARTUP)``."""
 
-    def __init__(
-        self,
-        reconcile: ReconcileFn,
-        *,
-        name: str = "kyma",
-        workers: int = 1,
-        intervals: RequeueIntervals = RequeueIntervals(),
-        clock: Callable[[], float] | None = None,
-        wall_clock: Callable[[], float] = time.time,
-        log: logging.Logger | None = logger,
-    ) -> None:
-        self.name = name
-        self._reconcile = reconcile
-        self._log = log
-        """Where the reconcile lines go (None: none, as for every controller but Kyma's)."""
-        self.intervals = intervals
-        self._wall = wall_clock
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self._workers = workers
-        self._clock = clock
-        self._queue: WorkQueue[str] = WorkQueue()
-        self._wake = asyncio.Event()
-        self._records: list[Reconcile] = []
-        self._failures: collections.Counter[str] = collections.Counter()
-        """Consecutive errors per key (the backoff's exponent)."""
-        self._recorded = asyncio.Event()
-        self.counters: collections.Counter[str] = collections.Counter()
-        self.observers: list[Callable[[Reconcile], None]] = []
+    reconcile: ReconcileFn
+    _: KW_ONLY
+    name: str = "kyma"
+    workers: int = 1
+    intervals: RequeueIntervals = RequeueIntervals()
+    clock: Callable[[], float] | None = None
+    wall_clock: Callable[[], float] = time.time
+    log: logging.Logger | None = logger
+    """Where the reconcile lines go (None: none, as for every controller but Kyma's)."""
+    counters: collections.Counter[str] = field(default_factory=collections.Counter, init=False)
+    observers: list[Callable[[Reconcile], None]] = field(default_factory=list, init=False)
+    _queue: WorkQueue[str] = field(default_factory=WorkQueue, init=False)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _records: list[Reconcile] = field(default_factory=list, init=False)
+    _failures: collections.Counter[str] = field(default_factory=collections.Counter, init=False)
+    """Consecutive errors per key (the backoff's exponent)."""
+    _recorded: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
 
     def now(self) -> float:
-        return self._clock() if self._clock else asyncio.get_running_loop().time()
+        return self.clock() if self.clock else asyncio.get_running_loop().time()
 
     def enqueue(self, kyma: str, trigger: Trigger) -> None:
         """Make ``kyma`` ready now (collapses with a pending entry)."""
@@ -182,7 +175,7 @@ class Reconciler(Service):
 
     async def _handle(self, item: WorkItem[str]) -> None:
         started_loop = self.now()
-        at = self._wall()
+        at = self.wall_clock()
         latency = max(0.0, started_loop - item.queued_at)
         namespace, _, name = item.key.partition("/")
         context = {"controller": self.name, "namespace": namespace, "name": name}
@@ -191,7 +184,7 @@ class Reconciler(Service):
         self._line(RECONCILE_STARTED, {**context, "trigger": triggers, "waited": round(latency, 6)})
         error, after = "", None
         try:
-            result = await self._reconcile(item.key)
+            result = await self.reconcile(item.key)
         except Exception as exc:
             logger.warning("reconcile of %s %s failed: %r", self.name, item.key, exc)
             result, error = Outcome.ERROR, repr(exc)
@@ -221,8 +214,8 @@ class Reconciler(Service):
             self._add_after(item.key, Trigger.REQUEUE_TIMER, delay)
 
     def _line(self, message: str, context: dict[str, object]) -> None:
-        if self._log is not None:
-            self._log.info(message, extra={"context": context})
+        if self.log is not None:
+            self.log.info(message, extra={"context": context})
 
     def _record(self, record: Reconcile) -> None:
         self._records.append(record)
@@ -297,5 +290,5 @@ class Reconciler(Service):
                 self._wake.set()
 
     async def start(self) -> None:
-        for i in range(self._workers):
+        for i in range(self.workers):
             self.spawn(self._work(), f"{self.name}-reconciler-{i}")

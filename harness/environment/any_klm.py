@@ -225,14 +225,7 @@ async def klm_environment(
                 choice.klm_command,
                 kubeconfig=clusters["kcp"].kubeconfig,
                 log_path=log_dir / "lifecycle-manager.log",
-                flags=KlmFlags(
-                    success_interval=spec.intervals.success,
-                    busy_interval=spec.intervals.busy,
-                    warning_interval=spec.intervals.warning,
-                    error_base=spec.intervals.error,
-                    error_max=spec.intervals.error_max,
-                    workers=spec.klm_workers,
-                ),
+                flags=KlmFlags(intervals=spec.intervals, workers=spec.klm_workers),
             )
         )
         phase("klm")

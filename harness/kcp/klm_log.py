@@ -1,26 +1,11 @@
 """What a Lifecycle Manager says in its log, read as observations — for any KLM build.
 
-A KLM the harness did not write can be observed only through what it shows anyone: the
-API objects it writes, its metrics and its log. Its log is where it says *which* Kyma it
-reconciles and *why*; its metrics count reconciles per controller only. Upstream's KLM
-logs one JSON object per line (zap, ``--log-level=2`` or higher for the reconcile
-lines)::
-
-    {"level":"LEVEL(-2)","date":"2026-11-28T00:15:03.32Z","msg":"Kyma reconciliation started",
-     "context":{"controller":"kyma","namespace":"kcp-system","name":"kyma-sample","reconcileID":"…"}}
-    {"level":"INFO","date":"…","logger":"listener",
-     "msg":"event received from SKR, adding kcp-system/kyma-sample to queue","context":{}}
-    {"level":"ERROR","date":"…","msg":"Reconciler error",
-     "context":{"controller":"kyma","namespace":"kcp-system","name":"kyma-sample","reconcileID":"…","error":"…"}}
-
-:func:`parse_record` reads such a line, :func:`observe` turns a record into an
-observation (a reconcile started, an event queued a Kyma, a reconcile failed), and
-:class:`ReconcileHistory` folds observations into reconciles with their triggers: a
-reconcile is ``watch-event`` when an event queued its Kyma since that Kyma's previous
-reconcile started (the work queue merges what arrived meanwhile), and carries the
-trigger a KLM declares itself (``context.trigger``, a capability of ours, not of
-upstream's) when there is one, and how long it waited in the queue when the KLM says so
-(``context.waited``, ours). Pure: no I/O, so hypothesis can drive it.
+A KLM the harness did not write shows which Kyma it reconciles and why only in its log
+(zap JSON lines at ``--log-level=2``: ``Kyma reconciliation started``, ``event received
+from SKR, adding <key> to queue``, ``Reconciler error``). :class:`ReconcileHistory` folds
+the observations into reconciles: one is ``watch-event`` when an event queued its Kyma
+since the previous reconcile started (the queue merges what arrived meanwhile); ours also
+declares ``context.trigger`` and ``context.waited``. Pure, so hypothesis can drive it.
 """
 
 from __future__ import annotations
@@ -31,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 RECONCILE_STARTED = "Kyma reconciliation started"
 RECONCILE_FINISHED = "Kyma reconciliation finished"
@@ -40,6 +25,25 @@ RECONCILER_ERROR = "Reconciler error"
 KYMA_CONTROLLER = "kyma"
 EVENT_QUEUED = re.compile(r"^event received from SKR, adding (?P<key>[^\s/]+/[^\s/]+) to queue$")
 WATCH_EVENT = "watch-event"
+
+
+R = TypeVar("R")
+
+
+def matching(
+    records: Iterable[R], kyma: str | None, trigger: str | None, since: float | None
+) -> list[R]:
+    """The reconciles (ours or a log's) of ``kyma`` ("namespace/name") with ``trigger``,
+    started at or after ``since`` (None: any), in order."""
+
+    def wanted(r: Any) -> bool:
+        return (
+            (kyma is None or r.kyma == kyma)
+            and (trigger is None or trigger in r.triggers)
+            and (since is None or r.at >= since)
+        )
+
+    return [r for r in records if wanted(r)]
 
 
 @dataclass(frozen=True)
@@ -215,26 +219,18 @@ class ReconcileHistory:
                     self._by_id[rid] = len(self.reconciles)
                 self.reconciles.append(reconcile)
                 return reconcile
-            case ReconcileFailed(reconcile_id=rid, error=error):
-                index = self._by_id.get(rid)
-                if index is None:
-                    return None
-                failed = dataclasses.replace(
-                    self.reconciles[index], failed=True, error=error, outcome="error"
-                )
-                self.reconciles[index] = failed
-                return failed
-            case ReconcileFinished(reconcile_id=rid, outcome=outcome):
-                index = self._by_id.get(rid)
-                if index is None:
-                    return None
-                done = self.reconciles[index]
-                finished = dataclasses.replace(
-                    done, outcome=outcome if not done.failed else "error"
-                )
-                self.reconciles[index] = finished
-                return finished
-        return None
+        index = self._by_id.get(observation.reconcile_id)
+        if index is None:
+            return None
+        done = self.reconciles[index]
+        if isinstance(observation, ReconcileFailed):
+            done = dataclasses.replace(done, failed=True, error=observation.error, outcome="error")
+        else:
+            done = dataclasses.replace(
+                done, outcome="error" if done.failed else observation.outcome
+            )
+        self.reconciles[index] = done
+        return done
 
     def extend(self, observations: Iterable[Observation | None]) -> None:
         for observation in observations:
@@ -244,12 +240,4 @@ class ReconcileHistory:
     def of(
         self, kyma: str | None = None, trigger: str | None = None, since: float | None = None
     ) -> list[ObservedReconcile]:
-        """Reconciles of ``kyma`` ("namespace/name"), with ``trigger``, started at or after
-        ``since``."""
-        return [
-            r
-            for r in self.reconciles
-            if (kyma is None or r.kyma == kyma)
-            and (trigger is None or trigger in r.triggers)
-            and (since is None or r.at >= since)
-        ]
+        return matching(self.reconciles, kyma, trigger, since)

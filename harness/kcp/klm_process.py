@@ -1,29 +1,14 @@
 """A Lifecycle Manager as a process of its own — upstream's Go KLM, or any build.
 
-The harness hands the command KLM's own flags (``--kubeconfig``, ``--leader-elect=false``,
-the bind addresses of its metrics, health probe and SKR-event listener on free loopback
-ports, ``--log-level=2`` so it logs every reconcile, the requeue intervals, the worker
-count) after whatever the user's command already says, and observes it only through
-what it shows anyone:
-
-* **its log** (JSON lines, :mod:`harness.kcp.klm_log`): which Kyma it reconciles and
-  when, which events from SKRs queued which Kyma, which reconciles failed
-  (:attr:`KlmProcess.history`);
-* **its metrics** (``/metrics`` on the metrics address: controller-runtime's
-  ``controller_runtime_reconcile_total{controller="kyma"}`` and KLM's
-  ``lifecycle_mgr_*``), summed over incarnations as counters survive a restart;
-* its readiness (``/readyz`` on the health-probe address: ready once every controller
-  started).
-
-:class:`KlmProcess` owns successive incarnations on the same ports (the gateway's route
-to the listener stays valid across a restart), stopped by process group as every owned
-process is.
+The harness appends KLM's own flags (:class:`KlmFlags`) to the user's command and observes
+it only through what it shows anyone: its log (:mod:`harness.kcp.klm_log`), its metrics
+(summed over incarnations) and ``/readyz``. :class:`KlmProcess` keeps its ports across
+restarts, so the gateway's route to its listener stays valid.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -35,8 +20,11 @@ from harness.clusters.process import ProcessRecord
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
 from harness.kcp.klm_log import ObservedReconcile, ReconcileHistory, observe, parse_record
-
-logger = logging.getLogger("harness.kcp.klm_process")
+from harness.kcp.lifecycle_manager.queue.reconciler import (
+    INTERVAL_FLAGS,
+    RequeueIntervals,
+    first_of,
+)
 
 LOG_POLL = 0.05
 """Seconds between looks at the log file for new lines."""
@@ -50,19 +38,12 @@ class KlmProcessError(HarnessError, RuntimeError):
 class KlmFlags:
     """What the harness tells any KLM, by KLM's flag names (``None``: KLM's default)."""
 
-    success_interval: float | None = None  # --kyma-requeue-success-interval
-    busy_interval: float | None = None  # --kyma-requeue-busy-interval
-    warning_interval: float | None = None  # --kyma-requeue-warning-interval
-    error_base: float | None = None  # --failure-base-delay
-    error_max: float | None = None  # --failure-max-delay
+    intervals: RequeueIntervals | None = None
     workers: int | None = None  # --max-concurrent-kyma-reconciles
     watcher_image_tag: str = "harness"  # --skr-watcher-image-tag (the kubelet maps images)
     extra: tuple[str, ...] = ()  # the user's own flags, passed last
 
     def argv(self, kubeconfig: Path, metrics: int, probe: int, listener: int) -> list[str]:
-        def seconds(value: float) -> str:
-            return f"{value:g}s"
-
         out = [
             f"--kubeconfig={kubeconfig}",
             "--leader-elect=false",
@@ -72,14 +53,8 @@ class KlmFlags:
             "--log-level=2",
             f"--skr-watcher-image-tag={self.watcher_image_tag}",
         ]
-        durations = (
-            ("--kyma-requeue-success-interval", self.success_interval),
-            ("--kyma-requeue-busy-interval", self.busy_interval),
-            ("--kyma-requeue-warning-interval", self.warning_interval),
-            ("--failure-base-delay", self.error_base),
-            ("--failure-max-delay", self.error_max),
-        )
-        out += [f"{name}={seconds(value)}" for name, value in durations if value is not None]
+        if self.intervals is not None:
+            out += [f"{flag}={getattr(self.intervals, k):g}s" for k, flag in INTERVAL_FLAGS.items()]
         if self.workers is not None:
             out.append(f"--max-concurrent-kyma-reconciles={self.workers}")
         return [*out, *self.extra]
@@ -137,8 +112,6 @@ class KlmProcess(CountingIncarnations):
         self.env = dict(os.environ if self.env is None else self.env)
         self._follower = _Follower(self.log_path)
 
-    # -- facts ------------------------------------------------------------------------
-
     @property
     def listener_port(self) -> int:
         """Where KLM's SKR-event listener serves (plain HTTP, XFCC from the gateway)."""
@@ -151,11 +124,8 @@ class KlmProcess(CountingIncarnations):
     def argv(self) -> list[str]:
         return [*self.command, *self.flags.argv(self.kubeconfig, *self._ports)]
 
-    # -- lifecycle --------------------------------------------------------------------
-
     async def start(self) -> None:
-        """Start an incarnation on the same ports; ready once ``/readyz`` answers 200. The
-        log is followed from the first start on."""
+        """Ready once ``/readyz`` answers; the log is followed from the first start on."""
         if self._session is None:
             self.spawn(self._follow(), "klm-log")
         await super().start()
@@ -188,8 +158,6 @@ class KlmProcess(CountingIncarnations):
         await process.kill()
         self._consume()
 
-    # -- the log ----------------------------------------------------------------------
-
     def _consume(self) -> None:
         for line in self._follower.read():
             record = parse_record(line)
@@ -219,24 +187,18 @@ class KlmProcess(CountingIncarnations):
         timeout: float = 10.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
     ) -> ObservedReconcile:
         """The first reconcile of ``kyma`` (with ``trigger``, since ``since``) in the log."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    self._changed.clear()
-                    found = self.reconciles(kyma, trigger, since)
-                    if found:
-                        return found[0]
-                    await self._changed.wait()
-        except TimeoutError:
+        found = await first_of(
+            lambda: self.reconciles(kyma, trigger, since), self._changed, timeout
+        )
+        if found is None:
             seen = self.reconciles(kyma)
             raise KlmProcessError(
                 f"no reconcile of {kyma}"
                 + (f" triggered by {trigger}" if trigger else "")
                 + f" within {timeout:g} s; the log shows {len(seen)} reconcile(s) of it"
                 + (f", the last at {seen[-1].at:.3f} ({sorted(seen[-1].triggers)})" if seen else "")
-            ) from None
-
-    # -- metrics ----------------------------------------------------------------------
+            )
+        return found
 
     def _metrics_url(self) -> str:
         return self.metrics_url

@@ -1,20 +1,13 @@
 """A manager's listener as a process of its own: upstream's Go listener, or any command.
 
-``tools/upstream-listener`` wraps ``github.com/kyma-project/runtime-watcher/listener``
-(``event.NewSKREventListener``, plain HTTP on ``/v2/<component>/event``, runtime id from
-the XFCC certificate's CN, no verify function) in a program that prints every event it
-hands over as one JSON line on stdout (:mod:`watcher.listener.event_lines`) and serves
-upstream's ``watcher_listener_*`` metrics on a second loopback port; ``watcher-listener``
-prints the same lines (:func:`ours_command`: the soak measures ours alone this way, over
-the mesh's mTLS when there is one). :class:`ListenerProcess` owns successive incarnations of such a
-command on the same ports (so the gateway's route stays valid across a ``stop``/``start``
-fault), reads the event lines as they come and gives each to ``callback`` — the same
-callback and the same :class:`~watcher.listener.ListenerEvent` as an in-process
-listener's, so its events count in every expectation like ours.
-
-What upstream's does not do, and so the environment does not ask of it: SAN pinning (no
-verify function since Dec 2025) and TLS (Istio's sidecar terminates the mesh's mTLS in
-front of it; the gateway reaches it over plain HTTP, ``EnvoyGateway.reach_plaintext``).
+``tools/upstream-listener`` wraps upstream's ``event.NewSKREventListener`` (plain HTTP on
+``/v2/<component>/event``, runtime id from the XFCC certificate's CN) in a program that
+prints every event as one JSON line (:mod:`watcher.listener.event_lines`) and serves
+``watcher_listener_*`` metrics on a second port; ``watcher-listener`` prints the same lines
+(:func:`ours_command`). :class:`ListenerProcess` keeps the ports across restarts and gives
+each event to the same callback an in-process listener's events go to, so they count in
+every expectation alike. Upstream's does no SAN pinning and no TLS (Istio's sidecar
+terminates the mesh's mTLS; the gateway reaches it with ``EnvoyGateway.reach_plaintext``).
 """
 
 from __future__ import annotations
@@ -24,25 +17,31 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import aiohttp
 
-from harness.aio import spawn, stop_tasks
+from harness.aio import spawn
 from harness.clusters import ports, probes
 from harness.clusters.incarnations import CountingIncarnations
 from harness.clusters.process import OwnedProcess, Probe
 from harness.errors import HarnessError
 from harness.expect.prom import Sample
-from harness.kcp.listeners import Implementation
+from harness.kcp.listeners import (
+    EventCallback,
+    EventCounts,
+    Implementation,
+    Series,
+    drain,
+    summed_series,
+)
 from watcher.listener import ListenerEvent
 from watcher.listener.event_lines import parse_event_line
 
 logger = logging.getLogger("harness.kcp.listener_process")
 
-EventCallback = Callable[[ListenerEvent], Awaitable[None]]
 ListenerCommand = Callable[[str, int, int], list[str]]
 """(component, port, metrics port) → the argv of one incarnation (loopback only)."""
 
@@ -51,17 +50,17 @@ class ListenerProcessError(HarnessError, RuntimeError):
     """The process is not running (or already is) when the call needs the other state."""
 
 
-def upstream_command(binary: Path) -> ListenerCommand:
-    """Upstream's Go listener, built from ``tools/upstream-listener``."""
-
-    def argv(component: str, port: int, metrics_port: int) -> list[str]:
-        return [
-            str(binary),
-            *("--component", component, "--host", ports.LOOPBACK),
-            *("--port", str(port), "--metrics-port", str(metrics_port)),
-        ]
+def _command(program: str, *tail: str, metrics_port: bool = False) -> ListenerCommand:
+    def argv(component: str, port: int, metrics: int) -> list[str]:
+        words = [program, "--component", component, "--host", ports.LOOPBACK, "--port", str(port)]
+        return [*words, *(("--metrics-port", str(metrics)) if metrics_port else ()), *tail]
 
     return argv
+
+
+def upstream_command(binary: Path) -> ListenerCommand:
+    """Upstream's Go listener, built from ``tools/upstream-listener``."""
+    return _command(str(binary), metrics_port=True)
 
 
 @dataclass(frozen=True)
@@ -74,25 +73,17 @@ class ListenerTls:
 
 
 def ours_command(tls: ListenerTls | None = None) -> ListenerCommand:
-    """Our ``watcher-listener`` (next to this interpreter, else from ``PATH``): with ``tls``
-    it serves mTLS and believes XFCC only from a gateway certificate of that CA (the CLI's
-    default gateway name ``kcp-gateway``); without, plain HTTP believing any XFCC, as the
-    environment's in-process listeners do when the mesh is off. ``/metrics`` is served on
-    the event port."""
+    """Our ``watcher-listener``: with ``tls`` mTLS believing XFCC only from a gateway
+    certificate of that CA; without, plain HTTP believing any XFCC (as in-process
+    listeners when the mesh is off). ``/metrics`` is on the event port."""
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     executable = shutil.which("watcher-listener", path=search)
     if executable is None:
         raise ListenerProcessError("watcher-listener not found; install the project")
-
-    def argv(component: str, port: int, metrics_port: int) -> list[str]:
-        words = [executable, "--component", component, "--host", ports.LOOPBACK]
-        words += ["--port", str(port)]
-        if tls is None:
-            return [*words, "--insecure-trust-any-xfcc"]
-        words += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
-        return [*words, "--gateway-ca", str(tls.gateway_ca)]
-
-    return argv
+    if tls is None:
+        return _command(executable, "--insecure-trust-any-xfcc")
+    files = ("--tls-cert", str(tls.cert), "--tls-key", str(tls.key))
+    return _command(executable, *files, "--gateway-ca", str(tls.gateway_ca))
 
 
 def without_listener_settings(env: Mapping[str, str]) -> dict[str, str]:
@@ -103,23 +94,19 @@ def without_listener_settings(env: Mapping[str, str]) -> dict[str, str]:
 
 def template_command(words: Sequence[str]) -> ListenerCommand:
     """Any listener: ``words`` with ``{component}``, ``{host}``, ``{port}`` and
-    ``{metrics_port}`` filled in (e.g. ``watcher-listener --component {component}
-    --port {port} --insecure-trust-any-xfcc``)."""
+    ``{metrics_port}`` filled in."""
 
     def argv(component: str, port: int, metrics_port: int) -> list[str]:
-        values = {
-            "component": component,
-            "host": ports.LOOPBACK,
-            "port": str(port),
-            "metrics_port": str(metrics_port),
-        }
+        values = dict(
+            component=component, host=ports.LOOPBACK, port=port, metrics_port=metrics_port
+        )
         return [word.format(**values) for word in words]
 
     return argv
 
 
 @dataclass(eq=False)
-class ListenerProcess(CountingIncarnations):
+class ListenerProcess(EventCounts, CountingIncarnations):
     """``async with ListenerProcess(component, callback, command=..., log_path=...) as l:``;
     ports: events, metrics. Ready once its event path answers."""
 
@@ -141,15 +128,11 @@ class ListenerProcess(CountingIncarnations):
     ready_timeout: float = 20.0
     stop_timeout: float = 10.0
     name: str = field(init=False)
-    consumed: int = field(default=0, init=False)
-    callback_errors: int = field(default=0, init=False)
     _reader: asyncio.Task[None] | None = field(default=None, init=False)
     _scraped: list[list[Sample]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.name = f"{self.implementation}-listener-{self.component}"
-
-    # -- facts ------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
@@ -164,8 +147,6 @@ class ListenerProcess(CountingIncarnations):
     def event_url(self) -> str:
         return f"{self.url}/v2/{self.component}/event"
 
-    # -- lifecycle --------------------------------------------------------------------
-
     def _fresh_ports(self) -> tuple[int, int]:
         return ports.free_port(), ports.free_port()
 
@@ -175,7 +156,8 @@ class ListenerProcess(CountingIncarnations):
         process = self._incarnation(argv, self._probe(self._session), self.env, stdout_pipe=True)
         await process.launch()
         # Read from the first byte on: the pipe must never fill while we wait for ready.
-        self._reader = spawn(self._read(process), f"listener-{self.component}-events")
+        name = f"listener-{self.component}-events"
+        self._reader = spawn(self.deliver(self._events(process), self.callback, name), name)
         try:
             await process.wait_ready()
         except BaseException:
@@ -190,24 +172,17 @@ class ListenerProcess(CountingIncarnations):
         # A GET on the event path is answered 405 (upstream's and ours): it is served.
         return probes.http_probe(session, self.event_url, lambda status, _: status == 405)
 
-    async def _read(self, process: OwnedProcess) -> None:
-        """Every event line to the callback, in order, until the process closes stdout."""
-        stream = process.stdout
-        while line := await stream.readline():
+    async def _events(self, process: OwnedProcess) -> AsyncIterator[ListenerEvent]:
+        """Every event line, until the process closes stdout."""
+        while line := await process.stdout.readline():
             event = parse_event_line(line)
             if event is None:
                 logger.warning("%s: not an event line: %r", self.component, line[:200])
-                continue
-            self.consumed += 1
-            try:
-                await self.callback(event)
-            except Exception:
-                self.callback_errors += 1
-                logger.exception("%s: handling event %s failed", self.component, event)
+            else:
+                yield event
 
     async def stop(self) -> None:
-        """SIGTERM (upstream shuts its server down), then the events it printed are handed
-        over; metrics are scraped first so the counters survive the incarnation."""
+        """Scrape (counters survive the incarnation), SIGTERM, hand over what it printed."""
         if self._process is None:
             return
         await self._scrape()
@@ -219,15 +194,7 @@ class ListenerProcess(CountingIncarnations):
         try:
             await process.stop()
         finally:
-            if reader is not None:
-                try:
-                    async with asyncio.timeout(self.stop_timeout):
-                        await asyncio.wait({reader})
-                except TimeoutError:
-                    logger.warning("%s: event lines not read to the end", self.component)
-                await stop_tasks([reader])
-
-    # -- metrics ----------------------------------------------------------------------
+            await drain(reader, self.stop_timeout, f"listener {self.component}")
 
     def _metrics_url(self) -> str | None:
         if self.serves_tls:
@@ -235,15 +202,8 @@ class ListenerProcess(CountingIncarnations):
         port = self._port(1) if self.metrics_on_own_port else self.port
         return f"http://{ports.LOOPBACK}:{port}/metrics"
 
-    def samples(self, name: str) -> dict[tuple[tuple[str, str], ...], float]:
-        """Every series named ``name`` as of the last scrape, summed over incarnations."""
-        out: dict[tuple[tuple[str, str], ...], float] = {}
-        for samples in self._scraped:
-            for sample in samples:
-                if sample.name == name:
-                    key = tuple(sorted(sample.labels.items()))
-                    out[key] = out.get(key, 0.0) + sample.value
-        return out
+    def samples(self, name: str) -> Series:
+        return summed_series(self._scraped, name)
 
     def __repr__(self) -> str:
         port = self._ports[0] if self._ports else 0

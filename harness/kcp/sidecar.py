@@ -1,15 +1,9 @@
 """The listener's sidecar: where the harness sees, on the wire, the events any KLM gets.
 
-Behind Istio the KCP gateway does not reach a Lifecycle Manager's listener directly: the
-request passes the sidecar of the KLM's pod, which hands it over as plain HTTP with the
-client certificate in ``X-Forwarded-Client-Cert``. The harness plays that hop for a KLM it
-did not write: :class:`ListenerSidecar` takes what the gateway routes to the KLM's
-listener, forwards it unchanged (method, path, headers, body) and returns the listener's
-answer unchanged. Every exchange is recorded (:class:`Exchange`): the runtime id the
-certificate names, the event the body holds, the status the listener gave. An event the
-listener accepted (2xx) goes to ``on_accepted`` as a :class:`~watcher.listener
-.ListenerEvent` — the same record our in-process listener gives — so the scenario
-library observes upstream's KLM and ours alike.
+Behind Istio the gateway reaches KLM's listener through its pod's sidecar, which hands the
+request over as plain HTTP with XFCC. :class:`ListenerSidecar` plays that hop for a KLM the
+harness did not write, forwarding unchanged and recording every :class:`Exchange`; an
+accepted event goes to ``on_accepted`` as the same record our in-process listener gives.
 """
 
 from __future__ import annotations
@@ -122,6 +116,3 @@ class ListenerSidecar(Service):
         self.stack.push_async_callback(runner.cleanup)
         self.port = ports.free_port()
         await web.TCPSite(runner, self.host, self.port).start()
-
-
-__all__ = ["Exchange", "ListenerSidecar"]

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import HarnessError
+from watcher.domain import (
+    CA_ADDED_ANNOTATION,
+    GATEWAY_SECRET_NAME,
+    ISTIO_NAMESPACE,
+    LIFECYCLE_MANAGER,
+    MANAGED_BY_LABEL,
+)
 
 TLS_KEYS = ("tls.crt", "tls.key", "ca.crt")
 
@@ -58,4 +66,25 @@ def tls_data(secret: Mapping[str, Any]) -> dict[str, bytes]:
         raise SecretLayoutError(f"{where} holds data that is not base64: {exc}") from None
 
 
-__all__ = ["TLS_KEYS", "SecretLayoutError", "tls_data", "tls_secret"]
+def gateway_secret(
+    cert: bytes, key: bytes, bundle: bytes, added_at: str, **annotations: str
+) -> dict[str, Any]:
+    """The gateway Secret Istio's ingress serves: the serving pair, every unexpired CA
+    (newest first) and ``caAddedToBundleAt``, when the newest arrived."""
+    return tls_secret(
+        GATEWAY_SECRET_NAME,
+        ISTIO_NAMESPACE,
+        {"tls.crt": cert, "tls.key": key, "ca.crt": bundle},
+        labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
+        annotations={CA_ADDED_ANNOTATION: added_at, **annotations},
+    )
+
+
+def ca_added_at(secret: Mapping[str, Any] | None) -> dt.datetime | None:
+    """The gateway Secret's ``caAddedToBundleAt`` (None: absent, unreadable or naive)."""
+    annotations = ((secret or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        at = dt.datetime.fromisoformat(str(annotations[CA_ADDED_ANNOTATION]))
+    except (KeyError, ValueError):
+        return None
+    return at if at.tzinfo is not None else None

@@ -1,14 +1,9 @@
 """The gateway's credential follows its Secret, as Istio's SDS serves ``credentialName``.
 
-KLM's Gateway names ``credentialName: klm-istio-gateway``; Istio reads that Secret in
-``istio-system`` and pushes its ``tls.crt``/``tls.key`` (serving certificate) and ``ca.crt``
-(the CAs trusted for client certificates) to the ingress gateway whenever it changes.
-:class:`GatewayCredentialSync` does the same for our Envoy — a controller on Istio's runtime
-(:func:`setup_credential_sync`, style.md "lifecycle-manager"): the Secret's changes are its
-watch, and its reconcile hands what changed to :meth:`EnvoyGateway.rotate_tls` (an LDS swap:
-new connections use it, open ones drain). :meth:`GatewayCredentialSync.wait_trusted` returns
-once a given bundle is live — the Lifecycle Manager's CA waits there before it signs
-anything with a new CA."""
+A controller on Istio's runtime (:func:`setup_credential_sync`) hands a changed
+``istio-system/klm-istio-gateway`` to :meth:`EnvoyGateway.rotate_tls`;
+:meth:`GatewayCredentialSync.wait_trusted` returns once a bundle is live — KLM's CA waits
+there before it signs anything with a new CA."""
 
 from __future__ import annotations
 
@@ -30,10 +25,7 @@ logger = logging.getLogger("harness.kcp.gateway.credential")
 
 
 class GatewayCredentialSync:
-    """The credential sync's reconcile (set up by :func:`setup_credential_sync`).
-
-    ``applied``: the ``tls.crt``/``tls.key``/``ca.crt`` the gateway started with (so the
-    first look at the Secret swaps nothing when they agree)."""
+    """``applied``: what the gateway started with (the first look swaps nothing if equal)."""
 
     def __init__(
         self,
@@ -106,6 +98,3 @@ def setup_credential_sync(
 
     runtime.watch(SECRETS, secret_event, ISTIO_NAMESPACE)
     return sync
-
-
-__all__ = ["GatewayCredentialSync", "setup_credential_sync"]

@@ -1,23 +1,11 @@
 """The KCP gateway: a real Envoy configured like Istio's ingress gateway, fed by files.
 
-:class:`EnvoyGateway` owns one Envoy process (through
-:class:`~harness.clusters.process.OwnedProcess`) and the temp directory holding its
-bootstrap and file-based xDS resources, rendered by :mod:`watcher.render.envoy` from a
-:class:`~harness.kcp.gateway.spec.GatewaySpec` (how Envoy is run and when it is ready:
-:mod:`harness.kcp.gateway.envoy_process`):
-
-* downstream mTLS on 127.0.0.1 (client certificate required, KCP CA bundle, TLS 1.3),
-  XFCC ``SANITIZE_SET``; one route per VirtualService match, catch-all 404;
-* :meth:`EnvoyGateway.update` swaps files by rename in the order ``update_sequence``
-  gives and confirms each swap on the admin endpoint (``version_text``); a swap Envoy
-  rejects raises :class:`~harness.kcp.gateway.errors.GatewayUpdateRejected`, the files
-  are rolled back and the old routes keep serving; nothing restarts Envoy;
-* :meth:`EnvoyGateway.set_fault` injects delays/aborts through RDS (no listener drain);
-* :meth:`EnvoyGateway.rotate_tls` changes the client-certificate CA bundle and/or the
-  serving certificate (rotation): Envoy reads these files only when it builds a listener,
-  so they go to new files and the listener is swapped by LDS;
-* :meth:`EnvoyGateway.stop`/:meth:`~EnvoyGateway.start`/:meth:`~EnvoyGateway.kill` let
-  fault scenarios take the gateway away and bring it back on the same port.
+:class:`EnvoyGateway` owns one Envoy process and the directory of its bootstrap and
+file-based xDS, rendered by :mod:`watcher.render.envoy` from a :class:`GatewaySpec`.
+Every change (routes, faults, plain-HTTP destinations, rotated TLS) is swapped in by rename
+and confirmed on the admin endpoint (:mod:`.xds_files`); a rejected one is rolled back and
+the old configuration keeps serving; nothing restarts Envoy. Faults stop, kill and start
+it on the same ports.
 """
 
 from __future__ import annotations
@@ -30,6 +18,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,8 +29,7 @@ from harness.clusters import ports
 from harness.clusters.process import OwnedProcess, ProcessRecord, with_log_tail
 from harness.kcp.gateway.envoy_admin import EnvoyAdmin, GatewayCounters, gateway_counters
 from harness.kcp.gateway.envoy_process import EnvoyCommand, PortTaken, probe_listener, start_envoy
-from harness.kcp.gateway.errors import GatewayError
-from harness.kcp.gateway.spec import GatewaySpec
+from harness.kcp.gateway.errors import GatewayConfigError, GatewayError
 from harness.kcp.gateway.xds_files import XdsFiles, exact
 from watcher.pki import write_atomic
 from watcher.render.envoy import (
@@ -52,19 +40,76 @@ from watcher.render.envoy import (
     TlsFiles,
     XdsLayout,
     render_bootstrap,
+    render_envoy,
 )
+from watcher.render.errors import RenderError
 
 _T = TypeVar("_T")
 
 
-class EnvoyGateway(Service):
-    """A running Envoy acting as the KCP's Istio ingress gateway; use as ``async with``.
+@dataclass(frozen=True)
+class GatewaySpec:
+    """What the gateway serves besides its ports and directory, as one value: every change
+    makes a new one, kept only once Envoy confirmed its configuration (a rejected change
+    leaves nothing half-set)."""
 
-    ``tls`` holds the gateway's serving certificate and key and the KCP CA bundle client
-    certificates must chain to. Routes start empty (everything answers 404) until
-    :meth:`update` is called. ``port``/``admin_port`` default to free loopback ports
-    (picked again if another process takes one before Envoy binds it).
-    """
+    name: str  # the gateway's, for messages
+    tls: TlsFiles
+    clusters: ClusterSettings
+    virtual_services: tuple[Mapping[str, Any], ...] = ()
+    resolver: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    fault: FaultInjection | None = None
+
+    def render(self, listener: GatewayListener, layout: XdsLayout) -> EnvoyConfig:
+        """Envoy's configuration; :class:`GatewayConfigError` if the routes cannot be made."""
+        try:
+            return render_envoy(
+                list(self.virtual_services),
+                resolver=self.resolver,
+                gateway=listener,
+                layout=layout,
+                clusters=self.clusters,
+                route_fault=self.fault,
+            )
+        except RenderError as exc:
+            raise GatewayConfigError(
+                f"{self.name}: cannot route these VirtualServices: {exc}"
+            ) from exc
+
+    def reaching_plaintext(self, destination: str) -> GatewaySpec:
+        plaintext = self.clusters.plaintext | {destination}
+        return dataclasses.replace(
+            self, clusters=dataclasses.replace(self.clusters, plaintext=plaintext)
+        )
+
+    def with_new_tls_files(
+        self,
+        directory: Path,
+        generation: int,
+        ca_bundle_pem: bytes | None,
+        cert_pem: bytes | None,
+        key_pem: bytes | None,
+    ) -> GatewaySpec:
+        """The PEMs served from new files (Envoy reads TLS files only when it builds a
+        listener, so the files it serves from are never rewritten)."""
+        tls = self.tls
+        if ca_bundle_pem is not None:
+            write_atomic(directory / f"trusted-ca-{generation}.pem", ca_bundle_pem, mode=0o644)
+            tls = dataclasses.replace(tls, ca=str(directory / f"trusted-ca-{generation}.pem"))
+        if cert_pem is not None and key_pem is not None:
+            write_atomic(directory / f"tls-{generation}.key", key_pem)
+            write_atomic(directory / f"tls-{generation}.crt", cert_pem, mode=0o644)
+            tls = dataclasses.replace(
+                tls,
+                cert_chain=str(directory / f"tls-{generation}.crt"),
+                private_key=str(directory / f"tls-{generation}.key"),
+            )
+        return dataclasses.replace(self, tls=tls)
+
+
+class EnvoyGateway(Service):
+    """``async with EnvoyGateway(tls) as gateway:`` — everything answers 404 until
+    :meth:`update`; ports default to free ones (picked again if taken before the bind)."""
 
     def __init__(
         self,
@@ -85,8 +130,7 @@ class EnvoyGateway(Service):
         stop_timeout: float = 5.0,
         listen_address: str = ports.LOOPBACK,
     ) -> None:
-        """``listen_address``: where the HTTPS listener binds (``0.0.0.0`` when in-cluster
-        webhooks dial this host's address; the admin port stays on loopback)."""
+        """``listen_address``: ``0.0.0.0`` when in-cluster webhooks dial this host."""
         self.listen_address = listen_address
         self.name = name
         self._fixed_ports = (port, admin_port)
@@ -107,11 +151,8 @@ class EnvoyGateway(Service):
         self._applied: EnvoyConfig | None = None
         self._tls_generations = itertools.count(1)
         self.records: list[ProcessRecord] = []
-        """One record per Envoy run (restarts included), oldest first."""
         self.last_apply_seconds: float | None = None
-        """Wall time of the last confirmed update, from first write to last confirmation."""
-
-    # -- facts ------------------------------------------------------------------------
+        """From the first write of the last confirmed update to its last confirmation."""
 
     def _started(self, value: _T | None) -> _T:
         if not value:
@@ -120,17 +161,11 @@ class EnvoyGateway(Service):
 
     @property
     def port(self) -> int:
-        """The HTTPS listener port; stays the same across :meth:`stop`/:meth:`start`."""
         return self._started(self._port)
 
     @property
     def tls(self) -> TlsFiles:
-        """The serving certificate, its key and the client CA bundle Envoy serves with."""
         return self._spec.tls
-
-    @property
-    def admin_port(self) -> int:
-        return self._admin_port
 
     @property
     def url(self) -> str:
@@ -175,12 +210,8 @@ class EnvoyGateway(Service):
     def _xds(self) -> XdsFiles:
         return self._started(self._xds_files)
 
-    # -- lifecycle --------------------------------------------------------------------
-
     async def start(self) -> None:
-        """Start Envoy; return once it serves on :attr:`port`. The first call creates the
-        directory, the admin session, the ports and the files; a later one (after
-        :meth:`stop`/:meth:`kill`) starts Envoy with the files as they are, same ports."""
+        """Ready once Envoy serves; a later call restarts it on the same ports and files."""
         if self.running:
             raise GatewayError(f"{self.name} is already running (pid {self.pid})")
         if self._session is not None:
@@ -199,10 +230,6 @@ class EnvoyGateway(Service):
         self.stack.callback(setattr, self, "_session", None)
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
         self._session = await self.stack.enter_async_context(session)
-        await self._first_start()
-
-    async def _first_start(self) -> None:
-        """Start on the given ports, or on free ones, picking again if one was taken."""
         port, admin_port = self._fixed_ports
 
         async def on_picked_ports() -> None:
@@ -235,8 +262,7 @@ class EnvoyGateway(Service):
         layout = self._layout()
         Path(layout.directory).mkdir(parents=True, exist_ok=True)
         config = self._render(self._spec)
-        for file, content in config.files().items():
-            self._xds.write(file, content)
+        self._xds.write_unconfirmed(None, config)
         self._applied = config
         bootstrap = render_bootstrap(layout, admin_port=self._admin_port, node_id=self.name)
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())
@@ -256,45 +282,31 @@ class EnvoyGateway(Service):
         await start_envoy(process, self._error)
 
     async def stop(self) -> int | None:
-        """Stop Envoy (SIGTERM to its process group, then SIGKILL); files stay for start()."""
-        process = self._process
-        if process is None:
-            return None
-        return await process.stop()
+        """Files stay for :meth:`start`."""
+        return await self._process.stop() if self._process is not None else None
 
     async def kill(self) -> int | None:
-        """SIGKILL Envoy without warning (a crashed gateway), then reap it."""
-        process = self._process
-        if process is None or not process.running:
-            return None
-        return await process.kill()
+        """SIGKILL, as a crashed gateway."""
+        return await self._process.kill() if self.running and self._process else None
 
     async def restart(self) -> None:
-        """Stop, then start on the same ports with the current files."""
         await self.stop()
         await self.start()
-
-    # -- configuration ----------------------------------------------------------------
 
     async def update(
         self,
         virtual_services: Iterable[Mapping[str, Any]],
         resolver: Mapping[str, tuple[str, int]],
     ) -> EnvoyConfig:
-        """Route ``virtual_services`` (destinations resolved by ``resolver``); no restart.
-
-        Returns the applied configuration (see ``unresolved`` for destinations without
-        an address: their routes answer 503).
-        """
+        """Route ``virtual_services``; a destination ``resolver`` lacks answers 503."""
         services, addresses = tuple(virtual_services), dict(resolver)
         return await self._change(
             lambda spec: dataclasses.replace(spec, virtual_services=services, resolver=addresses)
         )
 
     async def reach_plaintext(self, destination: str) -> EnvoyConfig:
-        """Reach ``destination`` (``<svc>.<ns>.svc.cluster.local:<port>``) over plain HTTP
-        from now on, also when the other destinations get mesh mTLS: a listener outside
-        the mesh (upstream's serves plain HTTP behind its sidecar)."""
+        """Reach ``destination`` over plain HTTP even with mesh mTLS (upstream's listener
+        serves plain HTTP behind its sidecar)."""
         return await self._change(lambda spec: spec.reaching_plaintext(destination))
 
     async def set_fault(self, fault: FaultInjection | None) -> EnvoyConfig:
@@ -308,13 +320,8 @@ class EnvoyGateway(Service):
         cert_pem: bytes | None = None,
         key_pem: bytes | None = None,
     ) -> EnvoyConfig:
-        """New client-certificate CA bundle and/or serving certificate (rotation).
-
-        Envoy reads these files only when it builds the listener, so they are written to new
-        files and the listener swapped by LDS (confirmed like every update): new
-        connections use them, open ones drain. If Envoy rejects the swap, the previous
-        files keep serving and the error propagates.
-        """
+        """New client CA bundle and/or serving certificate: new files and an LDS swap (new
+        connections use them, open ones drain)."""
         if (cert_pem is None) != (key_pem is None):
             raise GatewayError("rotate the serving certificate and its key together")
 
@@ -356,8 +363,6 @@ class EnvoyGateway(Service):
 
     def _error(self, kind: type[GatewayError], headline: str) -> GatewayError:
         return kind(with_log_tail(headline, self.log_path, lines=10))
-
-    # -- observability ----------------------------------------------------------------
 
     async def stats(self) -> dict[str, int]:
         """Every counter and gauge (``/stats?format=json``)."""

@@ -1,11 +1,7 @@
 """Envoy's admin endpoint as the gateway reads it: readiness, counters, version texts.
 
-Thin I/O over ``http://127.0.0.1:<admin port>``: ``/ready``, ``/stats?format=json`` (counters
-and gauges as integers; :class:`GatewayCounters`, the ones scenarios assert on) and
-``/stats`` text (text readouts such as
-``http.<prefix>.rds.<route>.version_text``, which the JSON format does not carry in every
-Envoy version). Transport failures surface as ``aiohttp.ClientError``/``OSError``; callers
-polling for readiness turn them into "not yet".
+Text readouts such as ``http.<prefix>.rds.<route>.version_text`` come from ``/stats`` text,
+as the JSON format does not carry them in every Envoy version.
 """
 
 from __future__ import annotations
@@ -102,13 +98,3 @@ class EnvoyAdmin:
         async with self.session.get(f"{self.url}/stats", params=params) as response:
             response.raise_for_status()
             return parse_text_readouts(await response.text())
-
-    async def config_dump(self) -> dict[str, Any]:
-        async with self.session.get(f"{self.url}/config_dump") as response:
-            response.raise_for_status()
-            document: dict[str, Any] = json.loads(await response.text())
-            return document
-
-    async def reset_counters(self) -> None:
-        async with self.session.post(f"{self.url}/reset_counters") as response:
-            response.raise_for_status()

@@ -1,11 +1,9 @@
 """How the gateway's Envoy is run, and when a run counts as ready or as failed.
 
-Envoy answers ``/ready`` with ``LIVE`` before its file-delivered listener is bound, and a
-listener it could not bind (another process took the port between our pick and its bind)
-shows only as a rejected LDS update in the admin stats. :func:`probe_listener` waits for
-the listener itself and reports a rejected one at once, so a start on a taken port fails
-in a second instead of after the ready timeout; :func:`start_envoy` then says
-:class:`PortTaken`, which the gateway answers by picking other ports.
+Envoy says ``LIVE`` before its file-delivered listener is bound, and a listener it could
+not bind shows only as a rejected LDS update: :func:`probe_listener` waits for the listener
+itself and fails at once on a rejected one, so a start on a taken port ends in
+:class:`PortTaken` within a second and the gateway picks other ports.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""Gateway → listener mTLS for the harness: the certificates Istio's mesh would provide.
+"""Gateway → listener mTLS: the certificates Istio's mesh would provide.
 
-In a real KCP the Istio ingress gateway reaches KLM's listener over the mesh's mTLS, with
-workload certificates from istiod's CA. Here :class:`GatewayMesh` plays that CA: a mesh
-CA of its own (separate from the SKR-facing KCP CA, so rotating that one never touches
-the gateway ↔ listener hop), the gateway's client certificate (CN ``kcp-gateway``, a
-SPIFFE URI SAN like Istio's), and one serving certificate per listener naming the
-Service it serves. Issued with :mod:`watcher.pki`, written under one directory.
-
-* :meth:`GatewayMesh.upstream_tls` → the Envoy clusters' ``UpstreamTlsContext``
-  (gateway client certificate, mesh CA, TLS 1.3, SAN pinned to each destination host);
-* :meth:`GatewayMesh.listener_config` → a ``ListenerConfig`` serving mTLS that believes
-  XFCC only from the gateway identity (``trusted_gateways``).
+:class:`GatewayMesh` plays istiod's CA with a mesh CA of its own (separate from the
+SKR-facing KCP CA, so rotating that one never touches this hop): the gateway's client
+certificate (a SPIFFE URI SAN like Istio's) and one serving certificate per listener.
 """
 
 from __future__ import annotations
@@ -73,9 +65,8 @@ class GatewayMesh:
         return UpstreamTls(str(files / "tls.crt"), str(files / "tls.key"), str(self.ca_file))
 
     def issue_listener(self, component: str, service: tuple[str, str]) -> tuple[Path, Path]:
-        """A serving certificate for ``component``'s listener behind ``service``
-        (name, namespace): the Service's DNS names, plus ``localhost``/``127.0.0.1`` for
-        direct loopback probes. Returns (certificate, key) files."""
+        """(certificate, key) files for ``component``'s listener behind ``service``, also
+        naming loopback for direct probes."""
         name, namespace = service
         leaf = pki.issue_server_certificate(
             self.ca,
@@ -101,6 +92,3 @@ class GatewayMesh:
             trusted_gateways=self.trusted,
             **settings,
         )
-
-
-__all__ = ["GATEWAY_IDENTITY", "GATEWAY_SPIFFE_ID", "GatewayMesh", "service_hosts"]

@@ -1,16 +1,9 @@
 """VirtualServices in the KCP → routes in the gateway, as Istio's control plane would do.
 
-A controller on Istio's runtime (:func:`setup_route_sync`, the KLM controller shape of
-style.md "lifecycle-manager"): the shared informer lists and watches
-``networking.istio.io/v1beta1`` VirtualServices in all namespaces (re-listing on 410 Gone
-and after watch errors, with a bounded backoff); :class:`VirtualServiceSync` pushes the
-current set to the gateway, debounced, whenever it or the :class:`ServiceRegistry` changes.
-The registry stands in for cluster DNS: the harness registers
-``<svc>.<ns>.svc.cluster.local:<port>`` → the real loopback address when it starts a
-listener.
-
-A VirtualService the gateway cannot map (e.g. a regex match) is left out and reported in
-:attr:`VirtualServiceSync.invalid`, as Istio skips a bad route instead of dropping all.
+A controller on Istio's runtime (:func:`setup_route_sync`) pushes every VirtualService to
+the gateway, debounced, whenever they or the :class:`ServiceRegistry` (cluster DNS for
+the listeners the harness starts) change. One the gateway cannot map is left out and
+reported in :attr:`VirtualServiceSync.invalid`, as Istio skips a bad route.
 """
 
 from __future__ import annotations
@@ -19,7 +12,9 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections import UserDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from kubernetes_asyncio.client import ApiClient
@@ -45,23 +40,24 @@ def service_key(service: str, namespace: str, port: int) -> str:
     return f"{service}.{namespace}.svc.cluster.local:{port}"
 
 
-class ServiceRegistry(Mapping[str, Address]):
-    """Service DNS for the gateway: destination key → (ip, port); changes trigger a re-sync."""
+class ServiceRegistry(UserDict[str, Address]):
+    """Service DNS for the gateway: destination key → (ip, port); changes through
+    :meth:`register` and :meth:`unregister` trigger a re-sync."""
 
     def __init__(self) -> None:
-        self._addresses: dict[str, Address] = {}
+        super().__init__()
         self._subscribers: list[Callable[[], None]] = []
 
     def register(self, service: str, namespace: str, port: int, address: Address) -> str:
         """Route ``<service>.<namespace>.svc.cluster.local:<port>`` to ``address``."""
         key = service_key(service, namespace, port)
-        if self._addresses.get(key) != address:
-            self._addresses[key] = address
+        if self.data.get(key) != address:
+            self.data[key] = address
             self._notify()
         return key
 
     def unregister(self, service: str, namespace: str, port: int) -> None:
-        if self._addresses.pop(service_key(service, namespace, port), None) is not None:
+        if self.data.pop(service_key(service, namespace, port), None) is not None:
             self._notify()
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -78,15 +74,6 @@ class ServiceRegistry(Mapping[str, Address]):
         for callback in list(self._subscribers):
             callback()
 
-    def __getitem__(self, key: str) -> Address:
-        return self._addresses[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._addresses)
-
-    def __len__(self) -> int:
-        return len(self._addresses)
-
 
 class Gateway(Protocol):
     async def update(
@@ -98,29 +85,29 @@ ROUTES: Final = "istio-system/routes"
 """The one key of the route sync: every VirtualService goes to the gateway at once."""
 
 
+@dataclass(eq=False)
 class VirtualServiceSync:
     """The route sync's reconcile: the gateway's routes := the KCP's VirtualServices."""
 
-    def __init__(self, gateway: Gateway, registry: ServiceRegistry, informer: Informer) -> None:
-        self._gateway = gateway
-        self._registry = registry
-        self._informer = informer
-        self.applied = 0
-        """How many times the gateway accepted the current set."""
-        self.last_error: Exception | None = None
-        """Why the last push to the gateway failed (None after a success)."""
-        self.invalid: dict[str, str] = {}
-        """``<ns>/<name>`` → why that VirtualService was left out."""
+    gateway: Gateway
+    registry: ServiceRegistry
+    informer: Informer
+    applied: int = field(default=0, init=False)
+    """How many times the gateway accepted the current set."""
+    last_error: Exception | None = field(default=None, init=False)
+    """Why the last push to the gateway failed (None after a success)."""
+    invalid: dict[str, str] = field(default_factory=dict, init=False)
+    """``<ns>/<name>`` → why that VirtualService was left out."""
 
     async def wait_listed(self) -> None:
         """Until the first list has been taken in (bound it with ``asyncio.timeout``)."""
-        await self._informer.synced.wait()
+        await self.informer.synced.wait()
 
     async def __call__(self, _: str) -> Outcome:
         """Push every mappable VirtualService; a refusal waits for the next change."""
         services: list[Mapping[str, Any]] = []
         invalid: dict[str, str] = {}
-        objects = self._informer.objects
+        objects = self.informer.objects
         for key in sorted(objects):
             try:
                 routes_from_virtual_service(objects[key])
@@ -132,7 +119,7 @@ class VirtualServiceSync:
             logger.warning("VirtualService %s left out: %s", key, invalid[key])
         self.invalid = invalid
         try:
-            await self._gateway.update(services, dict(self._registry))
+            await self.gateway.update(services, dict(self.registry))
         except GatewayError as exc:
             logger.warning("gateway refused %d VirtualService(s): %s", len(services), exc)
             self.last_error = exc

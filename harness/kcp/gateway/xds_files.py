@@ -1,11 +1,9 @@
 """Envoy's file-based xDS: write by rename, confirm on the admin endpoint, roll back.
 
-Envoy notices a change only when a file is renamed into its watched directory, and says
-whether it took it only through admin stats (``version_text``, ``update_rejected``).
-:class:`XdsFiles` turns that into one call: :meth:`XdsFiles.swap` writes the files of a
-new configuration in the order ``update_sequence`` gives, confirms each one before the
-next, and on any failure puts back the files of the last confirmed configuration (so a
-restart serves it too).
+Envoy notices a change only when a file is renamed into its watched directory, and tells
+whether it took it only in admin stats. :meth:`XdsFiles.swap` writes the files in the order
+``update_sequence`` gives, confirms each, and on failure puts back the last confirmed ones
+(so a restart serves them too).
 """
 
 from __future__ import annotations
@@ -32,14 +30,6 @@ ErrorFactory = Callable[[type[GatewayError], str], GatewayError]
 def exact(stat: str) -> str:
     """A stat name as a regex matching only itself (Envoy's admin filter is RE2)."""
     return re.escape(stat)
-
-
-@dataclass(frozen=True)
-class _Xds:
-    """Admin stat names that tell whether one xDS file was applied or rejected."""
-
-    version: str
-    rejected: tuple[str, ...]
 
 
 @dataclass(kw_only=True, eq=False)
@@ -77,31 +67,27 @@ class XdsFiles:
             raise
 
     def version_stat(self, file: str) -> str:
-        return self._xds(file).version
+        return self._stats(file) + "version_text"
 
-    def _xds(self, file: str) -> _Xds:
+    def _stats(self, file: str) -> str:
+        """The prefix of the admin stats that tell whether ``file`` was applied or rejected."""
         if file == self.layout.lds_file:
-            prefix = "listener_manager.lds."
-        elif file == self.layout.cds_file:
-            prefix = "cluster_manager.cds."
-        else:
-            listener = self.listener()
-            prefix = f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
-        return _Xds(prefix + "version_text", (prefix + "update_rejected",))
+            return "listener_manager.lds."
+        if file == self.layout.cds_file:
+            return "cluster_manager.cds."
+        listener = self.listener()
+        return f"http.{listener.stat_prefix}.rds.{listener.route_config_name}."
 
     async def _rejections(self, file: str) -> int:
-        names = self._xds(file).rejected
-        stats = await self.admin().stats("^(" + "|".join(exact(n) for n in names) + ")$")
-        return sum(stats.get(name, 0) for name in names)
+        name = self._stats(file) + "update_rejected"
+        return (await self.admin().stats(f"^{exact(name)}$")).get(name, 0)
 
     async def _confirm(self, file: str, version: str, baseline: int) -> None:
-        xds = self._xds(file)
+        stat = self.version_stat(file)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
-        seen: str | None = None
         while True:
-            readouts = await self.admin().text_readouts(f"^{exact(xds.version)}$")
-            seen = readouts.get(xds.version)
+            seen = (await self.admin().text_readouts(f"^{exact(stat)}$")).get(stat)
             if seen == version:
                 return
             if await self._rejections(file) > baseline:
@@ -114,7 +100,7 @@ class XdsFiles:
                 raise self.error(
                     GatewayUpdateTimeout,
                     f"{self.name}: {file} version {version} not applied after "
-                    f"{self.timeout:.1f} s ({xds.version} is {seen!r})",
+                    f"{self.timeout:.1f} s ({stat} is {seen!r})",
                 )
             await asyncio.sleep(_POLL)  # polling a condition until the deadline
 

@@ -1,23 +1,10 @@
 """``watcher-klm``: our Lifecycle Manager as a process of its own, set up as KLM's
 ``cmd/main.go`` sets up upstream's.
 
-It takes KLM's flag names (those the harness passes any KLM, :class:`harness.kcp
-.klm_process.KlmFlags`), talks to the KCP only through ``--kubeconfig`` and shows itself
-only as upstream's does: API objects, a zap-style JSON log (``Kyma reconciliation
-started``, ``event received from SKR, adding <key> to queue``, ``Reconciler error``; ours
-adds ``context.trigger``), metrics on ``--metrics-bind-address`` and ``/readyz`` on
-``--health-probe-bind-address``. Like upstream's it needs the platform a KCP has — cert-
-manager for the certificates, KLM's CA and Gateway, a kubelet in every SKR — which the
-harness plays (:mod:`harness.environment.any_klm`). The manager and its controllers, one
-line each (style.md "lifecycle-manager"):
-
-- the manager with the Kyma controller: :class:`~.manager.LifecycleManager`, its reconcile
-  :class:`~.kyma.reconcile.KymaReconcile`, the Runtime Watcher deployed by
-  :class:`~.skr_deployment.SkrDeployment`, SKR events on
-  ``--kyma-skr-listener-bind-address`` (XFCC from Istio's sidecar, SAN pinning);
-- Watcher: :func:`~.watcher_controller.setup_watcher_controller` (VirtualServices);
-- Manifest: :func:`~.manifest_controller.setup_manifest_controller`;
-- gateway Secret: :func:`~.certificates.gateway_from_ca.setup_gateway_secret_from_ca`.
+It takes KLM's flag names (:class:`harness.kcp.klm_process.KlmFlags`) and shows itself only
+as upstream's does — API objects, a zap-style JSON log, metrics and ``/readyz`` — and needs
+the platform a KCP has (cert-manager, KLM's CA and Gateway, a kubelet per SKR), which the
+harness plays (:mod:`harness.environment.any_klm`).
 """
 
 from __future__ import annotations
@@ -29,7 +16,7 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Final
 
@@ -49,7 +36,12 @@ from harness.kcp.lifecycle_manager.kyma.skr_access import SkrClients
 from harness.kcp.lifecycle_manager.manager import COMPONENT, LifecycleManager
 from harness.kcp.lifecycle_manager.manifest_controller import setup_manifest_controller
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
-from harness.kcp.lifecycle_manager.queue.reconciler import Outcome, Reconcile, RequeueIntervals
+from harness.kcp.lifecycle_manager.queue.reconciler import (
+    INTERVAL_FLAGS,
+    Outcome,
+    Reconcile,
+    RequeueIntervals,
+)
 from harness.kcp.lifecycle_manager.skr_deployment import SkrDeployment
 from harness.kcp.lifecycle_manager.watcher_controller import setup_watcher_controller
 from watcher.exposition import UpstreamExposition
@@ -85,14 +77,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", type=int, default=0, help="2 or more: reconcile lines")
     p.add_argument("--skr-watcher-image-tag", default="latest")
     p.add_argument("--oci-registry-host", default="", help="accepted; modules come from the KCP")
-    defaults = RequeueIntervals()
-    for flag, default in (
-        ("--kyma-requeue-success-interval", defaults.success),
-        ("--kyma-requeue-busy-interval", defaults.busy),
-        ("--kyma-requeue-warning-interval", defaults.warning),
-        ("--failure-base-delay", defaults.error),
-        ("--failure-max-delay", defaults.error_max),
-    ):
+    for field, flag in INTERVAL_FLAGS.items():
+        default = getattr(RequeueIntervals(), field)
         p.add_argument(flag, type=_duration, default=default, metavar="DURATION")
     p.add_argument("--max-concurrent-kyma-reconciles", type=int, default=1)
     p.add_argument(
@@ -130,7 +116,12 @@ def configure_logging(level: int) -> None:
     logging.getLogger("harness.kcp.lifecycle_manager.manager").setLevel(logging.INFO)
 
 
-async def _serve(stack: AsyncExitStack, app: web.Application, address: tuple[str, int]) -> None:
+async def _serve(
+    stack: AsyncExitStack, address: tuple[str, int], routes: Mapping[str, Any]
+) -> None:
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     stack.push_async_callback(runner.cleanup)
@@ -138,8 +129,7 @@ async def _serve(stack: AsyncExitStack, app: web.Application, address: tuple[str
 
 
 def controller_metrics(klm: LifecycleManager, metrics: KlmMetrics) -> None:
-    """controller-runtime's ``controller_runtime_reconcile_total`` and ``workqueue_depth``
-    of the Kyma controller, in KLM's registry."""
+    """controller-runtime's reconcile counter and queue depth of the Kyma controller."""
     reconciles = Counter(
         "controller_runtime_reconcile_total",
         "Total number of reconciliations per controller",
@@ -164,13 +154,10 @@ def controller_metrics(klm: LifecycleManager, metrics: KlmMetrics) -> None:
 
 
 async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
-    intervals = RequeueIntervals(
-        success=args.kyma_requeue_success_interval,
-        busy=args.kyma_requeue_busy_interval,
-        warning=args.kyma_requeue_warning_interval,
-        error=args.failure_base_delay,
-        error_max=args.failure_max_delay,
-    )
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_")) for field, flag in INTERVAL_FLAGS.items()
+    }
+    intervals = RequeueIntervals(**given)
     listen_host, listen_port = args.kyma_skr_listener_bind_address
     async with AsyncExitStack() as stack:
         api = await new_client_from_config(config_file=args.kubeconfig, persist_config=False)
@@ -209,13 +196,8 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> None:
         async def probe(_: web.Request) -> web.Response:
             return web.Response(text="ok")
 
-        metrics_app = web.Application()
-        metrics_app.router.add_get("/metrics", exposition)
-        probes = web.Application()
-        probes.router.add_get("/readyz", probe)
-        probes.router.add_get("/healthz", probe)
-        await _serve(stack, metrics_app, args.metrics_bind_address)
-        await _serve(stack, probes, args.health_probe_bind_address)
+        await _serve(stack, args.metrics_bind_address, {"/metrics": exposition})
+        await _serve(stack, args.health_probe_bind_address, {"/readyz": probe, "/healthz": probe})
         logger.warning("watcher-klm started; SKR events on %s:%d", listen_host, listen_port)
         await stop.wait()
         logger.warning("watcher-klm stopping")

@@ -1,22 +1,12 @@
 """KLM's Kyma controller: what makes a Kyma reconcile (events from SKRs among them).
 
-What it shares with KLM (reference §7, klm-reference §1): every KCP Kyma is reconciled at
-startup, when it appears, when its generation or labels change (not on status- or
-annotation-only changes), and then requeued after the interval for its outcome (5 min when
-Ready; errors back off per key 5 s → 30 s, reset by a success); a Kyma labelled
-``operator.kyma-project.io/skip-reconciliation: "true"`` is not reconciled; an event from an SKR
-(``/v2/lifecycle-manager/event``) enqueues the one Kyma in ``kcp-system`` whose label
-``kyma-project.io/runtime-id`` equals the event's runtime id, logging
-``event received from SKR, adding kcp-system/<kyma> to queue``; zero or several matches
-drop the event (logged and counted). The work queue collapses duplicates.
-
-Shape (style.md, "lifecycle-manager"): :class:`LifecycleManager` is KLM's controller
-runtime (:class:`~.queue.runtime.ControllerRuntime`) with the Kyma controller set up on it
-(:meth:`LifecycleManager.setup`, KLM's ``SetupWithManager``): ``KymaCache`` (an index over
-the shared Kyma informer, ``lookup`` for SAN pinning) and ``ListenerHost`` (the owned
-listener, restartable on the same port) feed its ``Reconciler`` (queue, requeue intervals,
-record of every reconcile); the other controllers are set up on the same runtime.
-``observers`` see every event the manager handles (the harness's event log).
+As KLM (reference §7, klm-reference §1): every KCP Kyma is reconciled at startup, when it
+appears, when its generation or labels change, and then requeued by outcome; a Kyma
+labelled ``skip-reconciliation`` is not; an SKR event enqueues the one Kyma whose
+``kyma-project.io/runtime-id`` label is the event's runtime id (logging ``event received
+from SKR, adding kcp-system/<kyma> to queue``), zero or several matches drop it.
+:class:`LifecycleManager` is KLM's controller runtime with this controller set up on it
+(:meth:`LifecycleManager.setup`); the other controllers are set up on the same runtime.
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from collections.abc import Callable
 from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.events import ListenerHost
-from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache, KymaInfo
+from harness.kcp.lifecycle_manager.kyma.cache import DEFAULT_NAMESPACE, KymaCache
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.lifecycle_manager.queue.reconciler import (
     Outcome,
@@ -50,21 +40,15 @@ logger = logging.getLogger("harness.kcp.lifecycle_manager.manager")
 
 COMPONENT = "lifecycle-manager"
 
-__all__ = [
+__all__ = [  # the Kyma controller's record, as its users read it
     "COMPONENT",
-    "RUNTIME_ID_LABEL",
-    "KymaCache",
-    "KymaInfo",
     "LifecycleManager",
-    "ListenerHost",
     "Outcome",
     "Reconcile",
-    "ReconcileFn",
     "ReconcileTimeout",
     "Reconciler",
     "RequeueIntervals",
     "Trigger",
-    "mark_ready",
 ]
 
 
@@ -86,15 +70,11 @@ def mark_ready(api: ApiClient) -> ReconcileFn:
 
 
 class LifecycleManager(ControllerRuntime):
-    """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP:
-    its controller runtime with the Kyma controller set up (:meth:`setup`); the other
-    controllers are set up on it before it starts (:mod:`harness.environment.compose`).
+    """``async with LifecycleManager(api, listener_config=...) as klm:`` — KLM on the KCP.
 
-    With a ``listener_config`` (its component should be ``lifecycle-manager``) the manager
-    creates, starts and stops the listener itself (through a :class:`ListenerHost`, which
-    faults stop and start on the same port), adding SAN pinning against its Kyma cache
-    when ``pin_san`` is set. Without,
-    it only reconciles (startup and requeue timers); call ``handle_event`` to inject events.
+    With a ``listener_config`` the manager owns its listener (a :class:`ListenerHost`, which
+    faults stop and start on the same port), with SAN pinning against its Kyma cache when
+    ``pin_san`` is set; without, events come only through :meth:`handle_event`.
     """
 
     def __init__(
@@ -112,17 +92,15 @@ class LifecycleManager(ControllerRuntime):
         event_settle: float = 0.0,
         reconcile_log: logging.Logger | None = None,
     ) -> None:
-        """``reconcile``: the Kyma reconcile (default :func:`mark_ready`; may be set later,
-        before the start); ``event_settle``: seconds a Kyma queued by an SKR event waits
-        before its reconcile (0: at once, as upstream's KLM), see :meth:`handle_event`;
-        ``reconcile_log``: where the reconciler logs each reconcile (default its module's)."""
+        """``reconcile``: the Kyma reconcile (may be set later, before the start);
+        ``event_settle``: seconds a Kyma queued by an SKR event waits (see
+        :meth:`handle_event`; 0 as upstream's KLM)."""
         if pin_san and listener_config is None:
             raise ValueError("pin_san needs listener_config (the manager adds the hook)")
         super().__init__(api, clock=clock)
         self.namespace = namespace
         self.event_settle = event_settle
         self.metrics = metrics or KlmMetrics()
-        """KLM's own metrics (scenario target ``klm``)."""
         self.reconcile = reconcile or mark_ready(api)
         self.cache = KymaCache(namespace)
         self.host: ListenerHost | None = None
@@ -134,16 +112,13 @@ class LifecycleManager(ControllerRuntime):
             self.host = ListenerHost(config, self.handle_event)
         self.event_counters: collections.Counter[str] = collections.Counter()
         self.observers: list[Callable[[ListenerEvent], None]] = []
-        """Called with every event :meth:`handle_event` takes, before it is resolved."""
+        """Told every event before it is resolved (the harness's event log)."""
         self.reconciler = self.setup(workers, intervals, reconcile_log or reconciler_logger)
         self.reconciles = self.reconciler.reconciles
         self.wait_for_reconcile = self.reconciler.wait_for_reconcile
-        """The Kyma controller's record, as every KLM shows it (:mod:`harness.kcp.klm_log`)."""
 
     def setup(self, workers: int, intervals: RequeueIntervals, log: logging.Logger) -> Reconciler:
-        """The Kyma controller (KLM's ``SetupWithManager``): Kymas (cache) → created,
-        generation or labels changed; every Kyma at startup; SKR events (the listener) →
-        their runtime's Kyma; requeue by outcome (``intervals``), ``workers`` at once."""
+        """The Kyma controller (KLM's ``SetupWithManager``)."""
         reconciler = self.controller(
             "kyma", self._reconcile_unless_skipped, intervals=intervals, workers=workers, log=log
         )
@@ -161,7 +136,6 @@ class LifecycleManager(ControllerRuntime):
 
     @property
     def counters(self) -> collections.Counter[str]:
-        """Reconciler counters plus ``events:received|enqueued|dropped-*``."""
         return self.reconciler.counters + self.event_counters
 
     def _startup(self) -> None:
@@ -169,13 +143,11 @@ class LifecycleManager(ControllerRuntime):
             self.reconciler.enqueue(kyma.key, Trigger.STARTUP)
 
     def _kyma_changed(self, key: str, trigger: Trigger) -> None:
-        """A Kyma appeared, or its spec or labels changed: reconcile it (KLM's predicate)."""
         logger.info("%s %s, adding it to queue", key, trigger.value)
         self.reconciler.enqueue(key, trigger)
 
     async def _reconcile_unless_skipped(self, key: str) -> Outcome | float:
-        """KLM's ``skip-reconciliation`` label stops a Kyma's reconciles (and its requeue
-        timer); removing the label is a label change, which reconciles it again."""
+        """Removing KLM's ``skip-reconciliation`` label is a label change: reconciled again."""
         info = self.cache.get(key)
         if info is not None and info.skip_reconciliation:
             return Outcome.SKIPPED

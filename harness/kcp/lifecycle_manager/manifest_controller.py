@@ -1,12 +1,9 @@
 """A stand-in for KLM's Manifest controller: Manifests become Ready after a delay.
 
-KLM's Manifest controller installs a module into the SKR; ours does not install anything
-(``docs/klm.md``): a Manifest whose status does not describe its current generation gets,
-``ready_after`` seconds after it was first seen so, ``status.state: Ready`` — or ``Error``
-when its module's ModuleTemplate is the harness's broken fixture (annotation
-``harness.kyma-project.io/ install: fail``, copied to the Manifest). A Manifest whose state
-changes (or that goes away) enqueues its Kyma, as KLM's Kyma controller is triggered by the
-Manifests it owns. A write that fails is retried after 1 s (the KCP API server restarting)."""
+Ours installs nothing (``docs/klm.md``): a Manifest whose status lags its generation gets
+``Ready`` ``ready_after`` seconds after it was first seen so — or ``Error`` for the broken
+fixture (``harness.kyma-project.io/install: fail``). A state change or deletion enqueues its
+Kyma, as KLM's Kyma controller owns its Manifests."""
 
 from __future__ import annotations
 
@@ -76,9 +73,8 @@ def setup_manifest_controller(
     ready_after: float = 0.5,
     namespace: str = KCP_NAMESPACE,
 ) -> ManifestController:
-    """Manifests (``namespace``) whose status lags their generation → their own key after
-    ``ready_after`` s (the first sighting's time holds); a state change or deletion → its
-    Kyma (trigger ``manifest-changed``, KLM's Kyma controller owns its Manifests)."""
+    """A Manifest whose status lags → its key after ``ready_after`` s; a state change or
+    deletion → its Kyma (``manifest-changed``)."""
     informer = runtime.informer(MANIFESTS, namespace)
     ctl = ManifestController(runtime.api, informer, ready_after=ready_after)
     queue = runtime.controller("manifest", ctl, intervals=WATCH_DRIVEN, log=None)

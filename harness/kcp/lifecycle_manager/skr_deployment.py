@@ -1,23 +1,17 @@
 """The Runtime Watcher as upstream's KLM deploys it: resources applied to the SKR.
 
-In each reconcile of a Kyma (klm-reference §2.5) the KLM process (``watcher-klm``) gets
-the runtime's certificate from cert-manager (:mod:`.certificates.cert_manager_client`) and
-server-side applies the SKR webhook set of :func:`watcher.render.skr_manifests
-.render_skr_manifests` into the Kyma's SKR — Namespace, ServiceAccount, PriorityClass,
-the ``skr-webhook-tls`` Secret, Services, Deployment (image ``…/runtime-watcher:<tag>``,
-``KCP_ADDR`` from KLM's Gateway ``kcp-system/klm-watcher``), NetworkPolicies and the
-ValidatingWebhookConfiguration from every Watcher with a *service* clientConfig. A new
-certificate restarts the pods through the template annotation
-``operator.kyma-project.io/pod-restart-trigger``. Whoever runs the SKR's pods (a kubelet)
-makes the Deployment ready; until it is, :class:`WebhookPending` keeps the Kyma
-``Processing``. Deleting the Kyma removes the set again (the namespace stays).
+For the KLM process (``watcher-klm``): the certificate comes from cert-manager
+(:mod:`.certificates.cert_manager_client`) and the SKR webhook set of
+:func:`watcher.render.skr_manifests.render_skr_manifests` is applied into the SKR, with
+the certificate's serial on the pod template so a new one restarts the pods. Until a
+kubelet made the Deployment ready, :class:`WebhookPending` keeps the Kyma ``Processing``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final
 
 from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
@@ -48,8 +42,6 @@ from watcher.render.webhook_config import (
     ServiceTarget,
     render_webhook_configuration,
 )
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.skr_deployment")
 
 Obj = Mapping[str, Any]
 IMAGE_REPOSITORY: Final = "europe-docker.pkg.dev/kyma-project/prod/runtime-watcher"
@@ -110,29 +102,23 @@ def skr_objects(
     return objects
 
 
+@dataclass(frozen=True)
 class SkrDeployment:
     """The reconcile's Runtime Watcher step for a KLM process (``install``/``remove``)."""
 
-    def __init__(
-        self,
-        certificates: CertManagerCertificates,
-        skrs: SkrClients,
-        *,
-        watchers: Callable[[], Sequence[Watcher]],
-        image_tag: str,
-    ) -> None:
-        self.certificates = certificates
-        self.skrs = skrs
-        self._watchers = watchers
-        self.image = f"{IMAGE_REPOSITORY}:{image_tag}"
+    certificates: CertManagerCertificates
+    skrs: SkrClients
+    _: KW_ONLY
+    watchers: Callable[[], Sequence[Watcher]]
+    image_tag: str
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
         name, runtime_id, skr_domain = runtime_identity(kyma)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)
         gateway = await get(self.certificates.api, GATEWAYS, *GATEWAY)
-        watchers = self._watchers()
+        watchers = self.watchers()
         objects = skr_objects(
-            image=self.image,
+            image=f"{IMAGE_REPOSITORY}:{self.image_tag}",
             kcp_addr=kcp_address(gateway),
             tls=pki.secret_data(cert.issued, cert.ca_bundle_pem),
             watchers=watchers,
@@ -170,6 +156,3 @@ class SkrDeployment:
                 with contextlib.suppress(KubeError):
                     await delete(skr, resource_for(obj), meta["name"], meta.get("namespace"))
         await self.certificates.remove(name)
-
-
-__all__ = ["SkrDeployment", "WebhookPending", "deployment_ready", "kcp_address", "skr_objects"]

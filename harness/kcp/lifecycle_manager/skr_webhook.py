@@ -1,22 +1,15 @@
 """KLM's SKR webhook manager: the Runtime Watcher deployed by every Kyma reconcile.
 
-In each reconcile of a Kyma (klm-reference §2.5) KLM makes sure the runtime's client
-certificate is current (:class:`~.certificates.client.KymaCertificates`, the KCP Secret
-``istio-system/<kyma>-webhook-tls``), copies it to the SKR's
-``kyma-system/skr-webhook-tls`` and applies the SKR webhook resources with the
-ValidatingWebhookConfiguration rendered from **all** Watchers — so whatever the SKR lost
-or someone altered is back after the next reconcile, and a Watcher change reaches an SKR
-at its next reconcile. Deleting the Kyma removes them from the SKR again.
-
-The SKR side is reached through an :class:`SkrWebhook` per Kyma (the environment's
-installation: a webhook process on this host, or the Deployment in the SKR), so this
-module decides *what* each SKR gets and the installation knows *how*.
+Each reconcile (klm-reference §2.5) keeps the runtime's certificate current and puts the
+SKR's webhook Secret and configuration (from **all** Watchers) back as they should be, so
+whatever the SKR lost is back after the next reconcile. This decides *what* each SKR gets;
+its :class:`SkrWebhook` (a process on this host, or a Deployment) knows *how*.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
@@ -25,8 +18,6 @@ from harness.kube import SECRETS, delete
 from watcher import pki
 from watcher.domain import ISTIO_NAMESPACE, RUNTIME_ID_LABEL, SKR_DOMAIN_ANNOTATION
 from watcher.render.watcher_cr import Watcher
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.skr_webhook")
 
 Obj = Mapping[str, Any]
 
@@ -39,8 +30,7 @@ class SkrWebhook(Protocol):
         watchers: Callable[[], Sequence[Watcher]] | None = None,
         certificate: tuple[pki.Issued, bytes] | None = None,
     ) -> tuple[str, ...]:
-        """Take ``certificate``, render from ``watchers``, put back what differs; what
-        changed."""
+        """Take ``certificate``, render from ``watchers``, put back what differs (said)."""
         ...
 
     async def remove(self) -> None:
@@ -49,39 +39,33 @@ class SkrWebhook(Protocol):
 
 
 def runtime_identity(kyma: Obj) -> tuple[str, str, str]:
-    """The Kyma's name, runtime id and ``skr-domain``; a Kyma lacking either of the last
-    two is an error (its certificate needs both)."""
+    """The Kyma's name, runtime id and ``skr-domain`` (its certificate needs all three)."""
     meta = kyma.get("metadata") or {}
     name = str(meta.get("name"))
     runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
     skr_domain = (meta.get("annotations") or {}).get(SKR_DOMAIN_ANNOTATION)
     if not runtime_id or not skr_domain:
-        missing = "label " + RUNTIME_ID_LABEL if not runtime_id else ""
-        if not skr_domain:
-            missing += (" and " if missing else "") + "annotation " + SKR_DOMAIN_ANNOTATION
+        lacks = {
+            f"label {RUNTIME_ID_LABEL}": runtime_id,
+            f"annotation {SKR_DOMAIN_ANNOTATION}": skr_domain,
+        }
+        missing = " and ".join(what for what, value in lacks.items() if not value)
         raise HarnessError(f"Kyma {name} has no {missing}: no certificate can be issued")
     return name, str(runtime_id), str(skr_domain)
 
 
+@dataclass(frozen=True)
 class SkrWebhookManager:
     """``await manager.install(kyma)`` in each reconcile; ``remove(kyma)`` on deletion."""
 
-    def __init__(
-        self,
-        certificates: KymaCertificates,
-        *,
-        watchers: Callable[[], Sequence[Watcher]],
-        target: Callable[[str], SkrWebhook | None],
-    ) -> None:
-        """``watchers``: every Watcher the SKRs should serve now (valid and routed);
-        ``target``: runtime id → its SKR's webhook (None: this KCP has none for it); by
-        runtime id, not by Kyma name, as a Kyma may be called anything."""
-        self.certificates = certificates
-        self._watchers = watchers
-        self._target = target
+    certificates: KymaCertificates
+    _: KW_ONLY
+    watchers: Callable[[], Sequence[Watcher]]
+    target: Callable[[str], SkrWebhook | None]
+    """Runtime id (a Kyma may be called anything) → its SKR's webhook."""
 
     def _skr(self, name: str, runtime_id: str) -> SkrWebhook:
-        target = self._target(runtime_id)
+        target = self.target(runtime_id)
         if target is None:
             raise HarnessError(
                 f"no Runtime Watcher installation for Kyma {name} (runtime {runtime_id})"
@@ -89,25 +73,19 @@ class SkrWebhookManager:
         return target
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
-        """Certificate, Secret and configuration of the Kyma's SKR as they should be;
-        what changed. A Kyma without runtime id or ``skr-domain`` is an error (the
-        certificate needs both)."""
+        """Certificate, Secret and configuration of the Kyma's SKR put right; what changed."""
         name, runtime_id, skr_domain = runtime_identity(kyma)
         skr = self._skr(name, runtime_id)
         cert = await self.certificates.ensure(name, runtime_id, skr_domain)
-        return await skr.repair(self._watchers, (cert.issued, cert.ca_bundle_pem))
+        return await skr.repair(self.watchers, (cert.issued, cert.ca_bundle_pem))
 
     async def remove(self, kyma: Obj, *, skr_reachable: bool = True) -> None:
-        """The Kyma goes: its SKR's watcher resources (when the SKR can be reached), then
-        its KCP certificate."""
+        """Its SKR's watcher resources (when reachable), then its KCP certificate."""
         meta = kyma.get("metadata") or {}
         name = str(meta.get("name"))
         runtime_id = (meta.get("labels") or {}).get(RUNTIME_ID_LABEL)
-        target = self._target(runtime_id) if runtime_id else None
+        target = self.target(runtime_id) if runtime_id else None
         if target is not None and skr_reachable:
             await target.remove()
         await delete(self.certificates.api, SECRETS, secret_name(name), ISTIO_NAMESPACE)
         self.certificates.forget(name)
-
-
-__all__ = ["SkrWebhook", "SkrWebhookManager", "runtime_identity"]

@@ -1,31 +1,28 @@
 """The Watcher controller on the KCP: Watcher CR → VirtualService, status, finalizer.
 
-For each ``operator.kyma-project.io/v1beta2`` Watcher (all namespaces by default): add the
-finalizer ``operator.kyma-project.io/watcher``; report ``Processing`` for a generation not
-yet handled; validate (``parse_watcher``) and render (``render_virtual_service`` with the
-Gateways its ``spec.gateway.selector`` matches); apply the VirtualService (owned by the
-Watcher); report ``Ready`` with condition ``VirtualService=True``. An invalid Watcher (or
-one no Gateway matches) gets ``Error`` with the reasons in the condition message and no
-VirtualService. On deletion the VirtualService is deleted explicitly (these API servers run
-no garbage collector) and the finalizer removed. Gateway changes re-reconcile every Watcher.
-
-``on_change`` callbacks receive the current valid Watchers (sorted by namespace/name)
-whenever that list changes, so the SKR installer can re-render every SKR's webhook
-configuration at once (bursts coalesce into one call).
+A valid Watcher (one a Gateway matches) gets its VirtualService and ``Ready``; an invalid
+one ``Error`` with the reasons and no VirtualService. On deletion the VirtualService is
+deleted explicitly (these API servers run no garbage collector), but only after the SKRs
+stopped sending its events. ``on_change`` callbacks get the valid Watchers whenever that
+list changes, so every SKR's webhook configuration is re-rendered at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness.kcp.lifecycle_manager.kyma.status import condition, timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
-from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime, Informer
+from harness.kcp.lifecycle_manager.queue.runtime import (
+    ControllerRuntime,
+    Informer,
+    set_finalizers,
+)
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import (
     GATEWAYS,
@@ -51,42 +48,6 @@ CONDITION_TYPE = "VirtualService"
 FIELD_MANAGER = "watcher-controller"
 
 WatchersChanged = Callable[[list[Watcher]], Awaitable[None]]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def desired_status(
-    current: Mapping[str, Any] | None,
-    *,
-    state: str,
-    ready: bool,
-    reason: str,
-    message: str,
-    generation: int,
-) -> dict[str, Any]:
-    """The Watcher status to write; keeps lastTransitionTime while the condition holds."""
-    status = "True" if ready else "False"
-    old = next(
-        (c for c in (current or {}).get("conditions") or [] if c.get("type") == CONDITION_TYPE),
-        None,
-    )
-    transition = old.get("lastTransitionTime") if old and old.get("status") == status else None
-    return {
-        "state": state,
-        "observedGeneration": generation,
-        "conditions": [
-            {
-                "type": CONDITION_TYPE,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": transition or _now(),
-            }
-        ],
-    }
 
 
 def valid_watcher(obj: Mapping[str, Any]) -> Watcher | None:
@@ -145,8 +106,7 @@ class WatcherController:
         self.notify()
 
     async def publish(self, _: str) -> Outcome:
-        """Hand the valid Watchers to every ``on_change`` callback (a burst coalesces in
-        the notifier's queue: one key)."""
+        """Hand the valid Watchers to every ``on_change`` callback (a burst: one call)."""
         watchers = self.watchers()
         for callback in list(self.on_change):
             try:
@@ -160,12 +120,8 @@ class WatcherController:
         return Outcome.SUCCESS
 
     async def _unpublished(self, key: str) -> None:
-        """Until the ``on_change`` callbacks have run with a set that lacks ``key``.
-
-        Break after make: SKRs stop sending a deleted Watcher's events before its route
-        goes, so no event meets a 404 at the gateway. Bounded; a stuck callback only
-        delays the deletion by ``sync_timeout``.
-        """
+        """Until the ``on_change`` callbacks ran without ``key`` (at most ``sync_timeout``):
+        SKRs stop sending a deleted Watcher's events before its route goes (no 404s)."""
         try:
             async with asyncio.timeout(self._sync_timeout), self._published_changed:
                 await self._published_changed.wait_for(lambda: key not in self._published)
@@ -175,8 +131,6 @@ class WatcherController:
                 key,
                 self._sync_timeout,
             )
-
-    # reconcile -------------------------------------------------------------------------
 
     async def __call__(self, key: str) -> Outcome:
         """Reconcile ``key``; a conflict waits for the next event, other API errors retry."""
@@ -195,68 +149,55 @@ class WatcherController:
         obj = self._watchers.get(key)
         if obj is None:
             return
-        meta = obj["metadata"]
-        namespace, name = meta["namespace"], meta["name"]
-        finalizers = list(meta.get("finalizers") or [])
-        if meta.get("deletionTimestamp"):
+        finalizers = list(obj["metadata"].get("finalizers") or [])
+        if obj["metadata"].get("deletionTimestamp"):
             if FINALIZER in finalizers:
                 await self._unpublished(key)
                 await self._delete_virtual_service(obj)
-                finalizers.remove(FINALIZER)
-                rv = meta["resourceVersion"]
-                patch = {"metadata": {"finalizers": finalizers, "resourceVersion": rv}}
-                await merge_patch(self._api, WATCHERS, name, namespace, patch)
+                await set_finalizers(
+                    self._api, WATCHERS, obj, [f for f in finalizers if f != FINALIZER]
+                )
                 logger.info("Watcher %s deleted: VirtualService removed, finalizer released", key)
             return
         if FINALIZER not in finalizers:
-            added = [*finalizers, FINALIZER]
-            patch = {"metadata": {"finalizers": added, "resourceVersion": meta["resourceVersion"]}}
-            obj = await merge_patch(self._api, WATCHERS, name, namespace, patch)
+            obj = await set_finalizers(self._api, WATCHERS, obj, [*finalizers, FINALIZER])
         generation = int(obj["metadata"].get("generation") or 0)
         status = obj.get("status") or {}
         if status.get("observedGeneration") != generation or not status.get("state"):
-            obj = await self._set_status(
-                obj,
-                state="Processing",
-                ready=False,
-                reason="Processing",
-                message="rendering the VirtualService",
-            )
+            obj = await self._set_status(obj, "Processing", "rendering the VirtualService")
         try:
             watcher = parse_watcher(obj)
             virtual_service = render_virtual_service(watcher, list(self._gateways.values()))
         except InvalidWatcher as exc:
             await self._delete_virtual_service(obj)
-            await self._set_status(
-                obj, state="Error", ready=False, reason="Invalid", message=str(exc)
-            )
+            await self._set_status(obj, "Error", str(exc))
             return
         await apply(self._api, VIRTUAL_SERVICES, virtual_service, field_manager=self._field_manager)
         route = virtual_service["spec"]["http"][0]
         prefix = route["match"][0]["uri"]["prefix"]
         destination = route["route"][0]["destination"]
+        gateways = ", ".join(virtual_service["spec"]["gateways"])
         await self._set_status(
             obj,
-            state="Ready",
-            ready=True,
-            reason="Ready",
-            message=f"VirtualService {key} routes {prefix} to {destination['host']}:"
-            f"{destination['port']['number']} via {', '.join(virtual_service['spec']['gateways'])}",
+            "Ready",
+            f"VirtualService {key} routes {prefix} to {destination['host']}:"
+            f"{destination['port']['number']} via {gateways}",
         )
 
-    async def _set_status(
-        self, obj: Obj, *, state: str, ready: bool, reason: str, message: str
-    ) -> Obj:
+    async def _set_status(self, obj: Obj, state: str, message: str) -> Obj:
+        """State and condition (reason ``Processing``, ``Invalid`` or ``Ready``), keeping
+        lastTransitionTime while the condition holds; written only when it changed."""
         meta = obj["metadata"]
         current = obj.get("status") or {}
-        status = desired_status(
-            current,
-            state=state,
-            ready=ready,
-            reason=reason,
-            message=message,
-            generation=int(meta.get("generation") or 0),
-        )
+        generation = int(meta.get("generation") or 0)
+        reason = {"Error": "Invalid"}.get(state, state)
+        before = current.get("conditions") or []
+        kept = condition(CONDITION_TYPE, state == "Ready", reason, message, before, timestamp())
+        status = {
+            "state": state,
+            "observedGeneration": generation,
+            "conditions": [{**kept, "observedGeneration": generation}],
+        }
         if all(current.get(k) == v for k, v in status.items()):
             return obj
         name, namespace = meta["name"], meta["namespace"]
@@ -275,9 +216,8 @@ class WatcherController:
 
 
 def setup_watcher_controller(runtime: ControllerRuntime, **options: Any) -> WatcherController:
-    """Watchers (all namespaces) → their own key; any Gateway change → every Watcher;
-    errors retried after 1 s, nothing else requeued; changes of the valid set → the
-    notifier (one key, so a burst coalesces)."""
+    """Watchers → their key; a Gateway change → every Watcher; a change of the valid set →
+    the notifier (one key, so a burst coalesces)."""
     watchers = runtime.informer(WATCHERS)
     ctl = WatcherController(runtime.api, watchers, runtime.informer(GATEWAYS), **options)
     queue = runtime.controller("watcher", ctl, intervals=WATCH_DRIVEN, log=None)

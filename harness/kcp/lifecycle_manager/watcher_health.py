@@ -1,34 +1,14 @@
 """KLM's watcher health: every Kyma whose Runtime Watcher is installed is probed.
 
-The product's :class:`~watcher.health.monitor.HealthMonitor` does the judging; this is the
-Lifecycle Manager's use of it, set up on KLM's runtime like its other controllers
-(:func:`setup_watcher_health`: its listener and monitor run there, its transitions feed
-the Kyma controller):
-
-* **membership** comes from the Kyma reconcile: once its watcher step installed the
-  watcher, :meth:`WatcherHealth.watch` adds the runtime (idempotent), and the status step
-  writes the ``WatcherHealth`` condition from :meth:`condition`; deleting the Kyma
-  :meth:`forget`\\ s it;
-* **heartbeats** are server-side applies of ``kyma-system/watcher-health-heartbeat`` into
-  the SKR, through the same kubeconfig Secret the reconcile uses. The API server's answer
-  tells a write the SKR refused or never answered (``SkrWriteFailed``: unreachable, 401,
-  403, ...) from one whose admission webhook could not be called (500 ``failed calling
-  webhook``, with ``failurePolicy: Fail``): that one reached the watcher's side of the path
-  and counts as written without an echo (``NoEvent``), as does a write the webhook held
-  for seconds before the API server admitted it;
-* **echoes** arrive at the ``watcher-health`` listener (Service
-  ``watcher-health-events.kcp-system:8083``, the health Watcher's ``serviceInfo``), behind
-  the same gateway and with the same verify hooks as KLM's own listener; a refusal with a
-  known runtime (SAN mismatch, ...) is evidence for that runtime;
-* **transitions** enqueue the runtime's Kyma: ``watcher-recovered`` on the way back to
-  Healthy — the catch-up reconcile that acts on what the watcher missed — and
-  ``watcher-health`` on any other change, which writes the condition and re-installs the
-  watcher (a deleted configuration is repaired by it).
-
-Condition ``WatcherHealth`` (type, status, reason, message, lastTransitionTime):
-``True``/``HeartbeatReceived`` when Healthy; ``False`` with the evidence's reason
-(``NoEvent``, ``SkrWriteFailed``, ``EventRefused``, ``SlowRoundTrip``) when Degraded or
-Broken; ``Unknown``/``NoHeartbeatYet`` before the first echo.
+The product's :class:`~watcher.health.monitor.HealthMonitor` judges; this is KLM's use of
+it, set up on KLM's runtime (:func:`setup_watcher_health`). The Kyma reconcile adds a
+runtime once its watcher is installed and writes the ``WatcherHealth`` condition;
+heartbeats are server-side applies of ``kyma-system/watcher-health-heartbeat`` into the
+SKR (a write whose admission webhook could not be called reached the watcher's side of the
+path: it counts as written without an echo); echoes arrive at the ``watcher-health``
+listener behind the same gateway and verify hooks as KLM's own; a transition enqueues the
+runtime's Kyma — ``watcher-recovered`` on the way back to Healthy (the catch-up reconcile
+for what the watcher missed), ``watcher-health`` otherwise (which repairs the watcher).
 """
 
 from __future__ import annotations
@@ -42,6 +22,7 @@ from typing import Any, Final
 
 from harness.kcp.lifecycle_manager.events import ListenerHost
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import Reconciler
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
@@ -79,13 +60,12 @@ def health_condition(health: RuntimeHealth, since: float) -> dict[str, Any]:
         message = f"{health.state.value}: {message}" + (
             f" ({health.detail})" if health.detail else ""
         )
-    when = dt.datetime.fromtimestamp(since, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "type": CONDITION_TYPE,
         "status": status,
         "reason": health.reason.value,
         "message": message,
-        "lastTransitionTime": when,
+        "lastTransitionTime": timestamp(since),
     }
 
 
@@ -93,10 +73,8 @@ _WEBHOOK_CALL_FAILED: Final = re.compile(r'failed calling webhook "([^"]+)"(.*)'
 
 
 def webhook_call_failure(exc: KubeError) -> str | None:
-    """A short detail if the API server refused the write because calling an admission
-    webhook failed (``failurePolicy: Fail``: its 500 InternalError ``failed calling
-    webhook "<name>": ...``), else None. A webhook that answered and denied the write is
-    a refusal like any other (None)."""
+    """A short detail if calling an admission webhook failed (``failurePolicy: Fail``: 500
+    ``failed calling webhook "<name>"``); None for any other refusal."""
     if exc.status != 500:
         return None
     found = _WEBHOOK_CALL_FAILED.search(str(exc))
@@ -146,8 +124,6 @@ class WatcherHealth:
         self._doubtful: set[str] = set()
         """Kymas whose last heartbeat write failed: the next one re-reads the kubeconfig."""
 
-    # the reconcile's side ----------------------------------------------------------------
-
     def watch(self, kyma: Mapping[str, Any]) -> None:
         """The Kyma's watcher is installed: probe its runtime (again: nothing changes)."""
         meta = kyma.get("metadata") or {}
@@ -169,8 +145,6 @@ class WatcherHealth:
         runtime_id = ((kyma.get("metadata") or {}).get("labels") or {}).get(RUNTIME_ID_LABEL)
         status = self.monitor.status(runtime_id) if runtime_id else None
         return health_condition(status.health, status.since) if status else None
-
-    # heartbeats out, echoes in -----------------------------------------------------------
 
     async def _write(self, runtime_id: str, seq: int) -> None:
         key = self._kymas.get(runtime_id)
@@ -215,12 +189,8 @@ class WatcherHealth:
 def setup_watcher_health(
     runtime: ControllerRuntime, skrs: SkrClients, kymas: Reconciler, **options: Any
 ) -> WatcherHealth:
-    """The prober's listener and monitor run on ``runtime``; its transitions are a watch of
-    the Kyma controller ``kymas`` (triggers ``watcher-health``, ``watcher-recovered``)."""
+    """Listener and monitor run on ``runtime``; transitions enqueue Kymas on ``kymas``."""
     health = WatcherHealth(skrs, kymas, **options)
     runtime.add(health.host)
     runtime.add(health.monitor)
     return health
-
-
-__all__ = ["CONDITION_TYPE", "SERVICE", "WatcherHealth", "setup_watcher_health"]

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.kcp.lifecycle_manager.certificates import policy
-from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
+from harness.kcp.lifecycle_manager.certificates.client import ParsedCertificates
 from harness.kcp.tls_secret import (
     SecretLayoutError,
     tls_data,

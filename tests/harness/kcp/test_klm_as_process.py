@@ -18,6 +18,7 @@ from harness.kcp.lifecycle_manager.certificates.cert_manager_client import (
 )
 from harness.kcp.lifecycle_manager.kyma.status import kyma_status
 from harness.kcp.lifecycle_manager.main import ZapJson, main, parser
+from harness.kcp.lifecycle_manager.queue.reconciler import RequeueIntervals
 from harness.kcp.lifecycle_manager.skr_deployment import (
     RESTART_ANNOTATION,
     WebhookPending,
@@ -31,7 +32,8 @@ from watcher.render.watcher_cr import parse_watchers
 
 
 def test_it_takes_the_flags_the_harness_gives_any_klm() -> None:
-    argv = KlmFlags(success_interval=2, busy_interval=0.5, workers=3).argv(Path("/k"), 1, 2, 3)
+    flags = KlmFlags(intervals=RequeueIntervals(success=2, busy=0.5), workers=3)
+    argv = flags.argv(Path("/k"), 1, 2, 3)
     args = parser().parse_args([*argv, "--oci-registry-host=127.0.0.1:5000"])
     assert args.kubeconfig == "/k"
     assert args.kyma_skr_listener_bind_address == ("127.0.0.1", 3)

@@ -1,16 +1,9 @@
 """Per-Kyma client certificates through cert-manager, as upstream's KLM gets them.
 
-When our KLM runs as its own process (``watcher-klm``) it does not sign anything itself:
-like upstream's it writes a cert-manager ``Certificate`` ``istio-system/<kyma>-webhook-tls``
-(issuer ``klm-watcher-selfsigned``, the CA Issuer of KLM's deployment config; CN = runtime
-id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names, RSA 4096, 60 days,
-renewed 30 days before) and waits for the Secret cert-manager issues into. A certificate
-issued before the gateway Secret's ``caAddedToBundleAt`` is re-issued by setting the
-Certificate's ``Issuing`` condition (what ``cmctl renew`` does); until the new one is there
-``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1.
-
-Until the Secret exists the reconcile is not done: :class:`CertificatePending` keeps the
-Kyma ``Processing`` (requeued at the busy interval), as upstream's KLM does.
+``watcher-klm`` signs nothing itself: it writes a cert-manager ``Certificate``
+``istio-system/<kyma>-webhook-tls`` and waits for the Secret cert-manager issues, keeping
+the Kyma ``Processing`` meanwhile (:class:`CertificatePending`). One issued before
+``caAddedToBundleAt`` is re-issued through the ``Issuing`` condition (``cmctl renew``).
 """
 
 from __future__ import annotations
@@ -18,17 +11,22 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
-from harness.kcp.lifecycle_manager.certificates.client import KymaCertificate, secret_name
-from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
+from harness.kcp.lifecycle_manager.certificates.client import (
+    KymaCertificate,
+    ParsedCertificates,
+    secret_name,
+)
 from harness.kcp.lifecycle_manager.certificates.policy import CA_ISSUER, KLM_SUBJECT
 from harness.kcp.lifecycle_manager.kyma.reconcile import WatcherPending
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
-from harness.kcp.tls_secret import SecretLayoutError, tls_data
+from harness.kcp.tls_secret import SecretLayoutError, ca_added_at, tls_data
 from harness.kube import (
     CERTIFICATES,
     SECRETS,
@@ -39,7 +37,6 @@ from harness.kube import (
     merge_patch,
 )
 from watcher.domain import (
-    CA_ADDED_ANNOTATION,
     CERT_MANAGER_PURPOSE,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
@@ -87,32 +84,28 @@ def client_certificate(kyma: str, runtime_id: str, skr_domain: str) -> dict[str,
 
 def issued_before_bundle(certificate: x509.Certificate, gateway: Any) -> bool:
     """True when ``certificate`` predates the gateway Secret's ``caAddedToBundleAt``."""
-    annotations = ((gateway or {}).get("metadata") or {}).get("annotations") or {}
-    added = annotations.get(CA_ADDED_ANNOTATION)
-    if not added:
-        return False
-    try:
-        at = dt.datetime.fromisoformat(str(added).replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return certificate.not_valid_before_utc < at.replace(microsecond=0) - dt.timedelta(seconds=1)
+    at = ca_added_at(gateway)
+    return at is not None and certificate.not_valid_before_utc < at.replace(
+        microsecond=0
+    ) - dt.timedelta(seconds=1)
 
 
+@dataclass(eq=False)
 class CertManagerCertificates:
     """``await certs.ensure(kyma, runtime_id, skr_domain)`` → the issued certificate, or
     :class:`CertificatePending` while cert-manager has not issued it."""
 
-    def __init__(self, api: ApiClient, *, metrics: KlmMetrics | None = None) -> None:
-        self.api = api
-        self.metrics = metrics or KlmMetrics()
-        self._parsed = ParsedCertificates()
+    api: ApiClient
+    _: KW_ONLY
+    metrics: KlmMetrics = field(default_factory=KlmMetrics)
+    _parsed: ParsedCertificates = field(default_factory=ParsedCertificates, init=False)
 
     async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
         wanted = client_certificate(kyma, runtime_id, skr_domain)
         current = await get(self.api, CERTIFICATES, secret_name(kyma), ISTIO_NAMESPACE)
         if current is None or current.get("spec") != wanted["spec"]:
             await create_or_replace(self.api, CERTIFICATES, wanted)
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            self.metrics.not_renewed(kyma, True)
             raise CertificatePending(f"certificate {secret_name(kyma)} requested")
         secret = await get(self.api, SECRETS, secret_name(kyma), ISTIO_NAMESPACE)
         if secret is None:
@@ -126,23 +119,22 @@ class CertManagerCertificates:
         if issued_before_bundle(issued.certificate, gateway):
             await self._renew(kyma, current)
             raise CertificatePending(f"certificate {secret_name(kyma)} predates the newest CA")
-        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
+        self.metrics.not_renewed(kyma, False)
         bundle = tls_data(gateway)["ca.crt"] if gateway is not None else data["ca.crt"]
         return KymaCertificate(issued, bundle)
 
     async def _renew(self, kyma: str, current: Any) -> None:
         """Ask cert-manager for a new certificate (the ``Issuing`` condition), once."""
-        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+        self.metrics.not_renewed(kyma, True)
         conditions = list((current.get("status") or {}).get("conditions") or [])
         if any(c.get("type") == "Issuing" and c.get("status") == "True" for c in conditions):
             return
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         issuing = {
             "type": "Issuing",
             "status": "True",
             "reason": "ManuallyTriggered",
             "message": "the certificate predates the newest CA in the gateway bundle",
-            "lastTransitionTime": now,
+            "lastTransitionTime": timestamp(),
         }
         kept = [c for c in conditions if c.get("type") != "Issuing"]
         body = {"status": {"conditions": [*kept, issuing]}}
@@ -157,15 +149,4 @@ class CertManagerCertificates:
         for resource in (CERTIFICATES, SECRETS):
             with contextlib.suppress(KubeError):
                 await delete(self.api, resource, secret_name(kyma), ISTIO_NAMESPACE)
-        with contextlib.suppress(KeyError):
-            self.metrics.cert_not_renewed.remove(kyma)
-
-
-__all__ = [
-    "CA_ISSUER",
-    "CERTIFICATES",
-    "CertManagerCertificates",
-    "CertificatePending",
-    "client_certificate",
-    "issued_before_bundle",
-]
+        self.metrics.not_renewed(kyma, None)

@@ -1,24 +1,15 @@
 """Per-Kyma client certificates ``istio-system/<kyma>-webhook-tls`` (klm-reference §3).
 
-In each Kyma reconcile KLM makes sure its runtime has a certificate (cert-manager issues
-it; ours issues it here, from :attr:`GatewaySecretManager.issuing_ca`): CN = the runtime
-id, DNS SANs = the Kyma's ``skr-domain`` and the webhook Service names (plus what this
-host's API servers dial, added by the environment's ``issue`` function). It is issued
-again when :func:`~.policy.client_renewal_reason` names a reason — above all when it
-predates ``caAddedToBundleAt`` — and the reconcile copies the result to the SKR.
-
-``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1 from the moment a Kyma's
-certificate is due (a new CA arrived, or the reconcile found a reason) until it has been
-issued again; a Kyma whose SKR cannot be reached shows 1 for as long as that lasts.
-
-``pinned`` Kymas keep what was first issued for them (a fault scenario's deliberately
-broken certificate: wrong SAN, expired, foreign CA); only a missing Secret is re-issued.
+Each Kyma reconcile makes sure its runtime has a certificate, issued here from
+:attr:`GatewaySecretManager.issuing_ca` and again when :func:`~.policy
+.client_renewal_reason` names a reason (above all: it predates ``caAddedToBundleAt``).
+``lifecycle_mgr_self_signed_cert_not_renew{kyma_name}`` is 1 from the moment one is due
+until it has been issued again. ``pinned`` Kymas keep a fault's deliberately broken one.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Collection
@@ -28,7 +19,6 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.lifecycle_manager.certificates.gateway_secret import GatewaySecretManager, utcnow
-from harness.kcp.lifecycle_manager.certificates.parsed import ParsedCertificates
 from harness.kcp.lifecycle_manager.metrics import KlmMetrics
 from harness.kcp.tls_secret import (
     SecretLayoutError,
@@ -66,6 +56,32 @@ ISSUER_ANNOTATION = "harness.kyma-project.io/issuer"
 
 def secret_name(kyma: str) -> str:
     return f"{kyma}{CLIENT_CERTIFICATE_SUFFIX}"
+
+
+class ParsedCertificates:
+    """Per Kyma, its certificate Secret as last parsed — shared by both certificate clients.
+
+    Loading an RSA 4096 key checks it (~250 ms of CPU), and a reconcile reads the Secret
+    every time: without this, 94 % of ``watcher-klm``'s reconcile time was this one call."""
+
+    def __init__(self) -> None:
+        self._by_kyma: dict[str, tuple[bytes, bytes, pki.Issued]] = {}
+
+    def load(self, kyma: str, cert_pem: bytes, key_pem: bytes, what: str) -> pki.Issued:
+        """The parsed pair; ``CertificateError`` when it does not parse or match."""
+        cached = self._by_kyma.get(kyma)
+        if cached is not None and cached[:2] == (cert_pem, key_pem):
+            return cached[2]
+        issued = pki.load_issued(cert_pem, key_pem, what)
+        self._by_kyma[kyma] = (cert_pem, key_pem, issued)
+        return issued
+
+    def remember(self, kyma: str, issued: pki.Issued) -> None:
+        """What was just written needs no parse when it is read back."""
+        self._by_kyma[kyma] = (issued.cert_pem, issued.key_pem, issued)
+
+    def forget(self, kyma: str) -> None:
+        self._by_kyma.pop(kyma, None)
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,7 @@ class KymaCertificates:
     def _ca_rotated(self, ca: pki.CertificateAuthority) -> None:
         """Every certificate issued so far now predates ``caAddedToBundleAt``."""
         for kyma in self._known - self.pinned:
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            self.metrics.not_renewed(kyma, True)
 
     def pin(self, kyma: str) -> None:
         """Keep ``kyma``'s certificate as next issued (a fault's broken one)."""
@@ -118,7 +134,7 @@ class KymaCertificates:
     def renew(self, kyma: str) -> None:
         """Issue ``kyma``'s certificate again at its next :meth:`ensure` (``cmctl renew``)."""
         self._forced.add(kyma)
-        self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+        self.metrics.not_renewed(kyma, True)
 
     async def ensure(self, kyma: str, runtime_id: str, skr_domain: str) -> KymaCertificate:
         """The Kyma's certificate from its KCP Secret, issued (again) when needed."""
@@ -144,12 +160,12 @@ class KymaCertificates:
                 if data["ca.crt"] != bundle:  # the bundle changed since: keep it current
                     await self._write(kyma, stored, bundle)
                 return KymaCertificate(stored, bundle)
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(1)
+            self.metrics.not_renewed(kyma, True)
             ca = self.cas.issuing_ca
             issued = await asyncio.to_thread(self._issue, ca, kyma, runtime_id, skr_domain)
             await self._write(kyma, issued, bundle)
             self._forced.discard(kyma)
-            self.metrics.cert_not_renewed.labels(kyma_name=kyma).set(0)
+            self.metrics.not_renewed(kyma, False)
             logger.info("issued the certificate of %s from %s: %s", kyma, ca.common_name, reason)
             return KymaCertificate(issued, bundle, reissued=reason)
 
@@ -187,15 +203,4 @@ class KymaCertificates:
         self._forced.discard(kyma)
         self._locks.pop(kyma, None)
         self._parsed.forget(kyma)
-        with contextlib.suppress(KeyError):
-            self.metrics.cert_not_renewed.remove(kyma)
-
-
-__all__ = [
-    "ISSUER_ANNOTATION",
-    "Issue",
-    "KymaCertificate",
-    "KymaCertificates",
-    "default_issue",
-    "secret_name",
-]
+        self.metrics.not_renewed(kyma, None)

@@ -1,19 +1,16 @@
 """The gateway Secret ``istio-system/klm-istio-gateway`` from cert-manager's CA, as upstream.
 
-With cert-manager issuing KLM's CA (the Secret ``istio-system/klm-watcher`` of KLM's
-deployment config, a CA whose SANs are the gateway's host), KLM's gateway-secret handler
-keeps the Secret Istio's ingress serves: ``ca.crt`` = every unexpired CA, newest first,
-annotated ``caAddedToBundleAt`` (when the newest arrived); ``tls.crt``/``tls.key`` = the CA
-itself, switched to a new CA only once it has been in the bundle for the grace period, so
-every SKR trusts it first (klm-reference §3). The decisions are :mod:`.policy`'s; this
-module only reads the CA Secret and writes the gateway Secret: a controller of one key on
-KLM's runtime, requeued every ``poll`` seconds (style.md "lifecycle-manager").
+With cert-manager issuing KLM's CA (Secret ``istio-system/klm-watcher``), KLM keeps the
+Secret Istio's ingress serves: every unexpired CA, newest first, and the CA itself as the
+serving certificate, switched to a new CA only after the grace period so every SKR trusts
+it first (klm-reference §3, decisions in :mod:`.policy`); one key, polled.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
 from cryptography import x509
@@ -21,18 +18,16 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.kcp.lifecycle_manager.certificates import policy
 from harness.kcp.lifecycle_manager.certificates.gateway_secret import KEY
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome
 from harness.kcp.lifecycle_manager.queue.runtime import ControllerRuntime
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kcp.tls_secret import SecretLayoutError, tls_data, tls_secret
+from harness.kcp.tls_secret import SecretLayoutError, ca_added_at, gateway_secret, tls_data
 from harness.kube import SECRETS, KubeError, create_or_replace, get
 from watcher import pki
 from watcher.domain import (
-    CA_ADDED_ANNOTATION,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
-    LIFECYCLE_MANAGER,
-    MANAGED_BY_LABEL,
 )
 from watcher.errors import CertificateError
 
@@ -44,26 +39,17 @@ CA_SECRET: Final = "klm-watcher"
 """cert-manager's Secret of KLM's CA (``config/watcher`` in KLM's deployment)."""
 
 
-def _rfc3339(moment: dt.datetime) -> str:
-    return policy.whole_second(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
+@dataclass(eq=False)
 class GatewaySecretFromCa:
     """The gateway Secret follows the CA (set up by :func:`setup_gateway_secret_from_ca`)."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        *,
-        grace: dt.timedelta = DEFAULT_GRACE,
-        poll: float = 1.0,
-    ) -> None:
-        self.api = api
-        self.grace = grace
-        self.poll = poll
-        self._bundle: list[policy.BundleEntry] = []
-        self._serving: tuple[bytes, bytes] | None = None
-        self._newest: tuple[bytes, bytes] | None = None
+    api: ApiClient
+    _: KW_ONLY
+    grace: dt.timedelta = DEFAULT_GRACE
+    poll: float = 1.0
+    _bundle: list[policy.BundleEntry] = field(default_factory=list, init=False)
+    _serving: tuple[bytes, bytes] | None = field(default=None, init=False)
+    _newest: tuple[bytes, bytes] | None = field(default=None, init=False)
 
     async def sync(self, now: dt.datetime | None = None) -> bool:
         """One look at the CA Secret; True when the gateway Secret was written."""
@@ -94,14 +80,8 @@ class GatewaySecretFromCa:
         if not (changed or switch):
             return False
         bundle = pki.pem_bundle(e.certificate for e in self._bundle)
-        body = tls_secret(
-            GATEWAY_SECRET_NAME,
-            ISTIO_NAMESPACE,
-            {"tls.crt": self._serving[0], "tls.key": self._serving[1], "ca.crt": bundle},
-            labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
-            annotations={CA_ADDED_ANNOTATION: _rfc3339(self._bundle[0].added_at)},
-        )
-        await create_or_replace(self.api, SECRETS, body)
+        added = timestamp(self._bundle[0].added_at)
+        await create_or_replace(self.api, SECRETS, gateway_secret(*self._serving, bundle, added))
         logger.info("gateway Secret written: %d CA(s) in the bundle", len(self._bundle))
         return True
 
@@ -112,17 +92,15 @@ class GatewaySecretFromCa:
         and renew them all, rolling every SKR's webhook (a restart scenario lost an
         event in such a roll)."""
         existing = await get(self.api, SECRETS, GATEWAY_SECRET_NAME, ISTIO_NAMESPACE)
-        annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
-        added = annotations.get(CA_ADDED_ANNOTATION)
-        if existing is None or not added:
+        at = ca_added_at(existing)
+        if existing is None or at is None:
             return
         try:
             data = tls_data(existing)
             certs = pki.load_certificates(data["ca.crt"], GATEWAY_SECRET_NAME)
-            at = dt.datetime.fromisoformat(str(added).replace("Z", "+00:00"))
-        except (SecretLayoutError, CertificateError, ValueError):
+        except (SecretLayoutError, CertificateError):
             return
-        if certs[0] != ca or at.tzinfo is None:
+        if certs[0] != ca:
             return
         self._newest = pair
         self._bundle = [
@@ -147,6 +125,3 @@ def setup_gateway_secret_from_ca(runtime: ControllerRuntime, **options: Any) -> 
     queue = runtime.controller("gateway-secret", handler, intervals=WATCH_DRIVEN, log=None)
     runtime.on_synced.append(lambda: queue.enqueue(KEY, Trigger.STARTUP))
     return handler
-
-
-__all__ = ["CA_SECRET", "GatewaySecretFromCa", "setup_gateway_secret_from_ca"]

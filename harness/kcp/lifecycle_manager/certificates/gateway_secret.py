@@ -1,21 +1,11 @@
 """KLM's CA and the gateway Secret ``istio-system/klm-istio-gateway`` (klm-reference §3).
 
-:class:`GatewaySecretManager` owns the CAs the watcher's certificates come from. It keeps
-the gateway Secret true to :mod:`.policy`: ``ca.crt`` is every unexpired CA, newest first;
-annotation ``caAddedToBundleAt`` says when the newest arrived; ``tls.crt``/``tls.key`` are
-the gateway's serving certificate, from the CA that has been in the bundle for the grace
-period. Its controller (one key; style.md "lifecycle-manager": a reconcile that returns
-when it is due again) runs :meth:`GatewaySecretManager.tick` and is requeued at the next
-deadline (a CA due for renewal, a serving switch, an expiry; at most :data:`MAX_SLEEP`),
-1 s after a failed write; :meth:`GatewaySecretManager.rotate` makes a new CA at once
-(``fault: {rotate: ca}``).
-
-Ordering, so that no delivery fails: a new CA becomes the **issuing** CA (what
-:class:`~harness.kcp.lifecycle_manager.certificates.client.KymaCertificates` signs with) only after
-``confirm`` returned for the bundle holding it — the environment waits there until the
-gateway trusts the bundle, as Istio's SDS push would have done by the time cert-manager
-re-issues. Upstream the CA itself doubles as the serving certificate; ours issues a
-serving certificate from it (with the SANs the SKR webhooks dial), see ``docs/klm.md``.
+:class:`GatewaySecretManager` owns the CAs and keeps the Secret true to :mod:`.policy`
+through a controller of one key that is requeued at the next deadline (at most
+:data:`MAX_SLEEP`). So that no delivery fails, a new CA issues client certificates only
+after ``confirm`` returned for the bundle holding it — the environment waits there until
+the gateway trusts the bundle, as Istio's SDS push would have. Upstream the CA doubles as
+the serving certificate; ours issues one from it (with the SANs the SKR webhooks dial).
 """
 
 from __future__ import annotations
@@ -25,23 +15,22 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kubernetes_asyncio.client import ApiClient
 
 from harness.aio import Service
 from harness.errors import HarnessError
 from harness.kcp.lifecycle_manager.certificates import policy
+from harness.kcp.lifecycle_manager.kyma.status import timestamp
 from harness.kcp.lifecycle_manager.queue.reconciler import WATCH_DRIVEN, Outcome, Reconciler
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
-from harness.kcp.tls_secret import tls_secret
+from harness.kcp.tls_secret import gateway_secret
 from harness.kube import SECRETS, KubeError, create_or_replace, ensure_namespace
 from watcher import pki
 from watcher.domain import (
-    CA_ADDED_ANNOTATION,
     GATEWAY_SECRET_NAME,
     ISTIO_NAMESPACE,
-    LIFECYCLE_MANAGER,
-    MANAGED_BY_LABEL,
 )
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.certificates")
@@ -58,6 +47,9 @@ Confirm = Callable[[bytes], Awaitable[None]]
 """Bundle PEM → returns once the gateway trusts it."""
 
 
+_T = TypeVar("_T")
+
+
 class RotationError(HarnessError, RuntimeError):
     """A CA step asked for in an order that would break deliveries."""
 
@@ -67,15 +59,14 @@ def utcnow() -> dt.datetime:
 
 
 @dataclass(frozen=True)
-class BundleCa:
-    """A CA in the bundle: its key pair and when it entered the bundle."""
+class BundleCa(policy.BundleEntry):
+    """A CA of ours in the bundle, with its key."""
 
     ca: pki.CertificateAuthority
-    added_at: dt.datetime
 
-    @property
-    def entry(self) -> policy.BundleEntry:
-        return policy.BundleEntry(self.ca.certificate, self.added_at)
+    @classmethod
+    def of(cls, ca: pki.CertificateAuthority, now: dt.datetime) -> BundleCa:
+        return cls(ca.certificate, policy.whole_second(now), ca)
 
 
 class GatewaySecretManager(Service):
@@ -94,8 +85,7 @@ class GatewaySecretManager(Service):
         self.timings = timings
         self._server_certificate = server_certificate
         self.confirm = confirm
-        """Awaited with each new bundle before its newest CA issues (set by the environment
-        once the gateway's credential sync runs)."""
+        """Awaited with each new bundle before its newest CA issues."""
         self._clock = clock
         self._bundle: list[BundleCa] = []
         self._issuing: pki.CertificateAuthority | None = None
@@ -108,14 +98,16 @@ class GatewaySecretManager(Service):
         self.on_rotated: list[Callable[[pki.CertificateAuthority], None]] = []
         """Called with each new CA once it issues (after ``confirm``)."""
 
-    # -- facts --------------------------------------------------------------------------
+    @staticmethod
+    def _started(value: _T | None) -> _T:
+        if value is None:
+            raise HarnessError("the gateway Secret manager has not started")
+        return value
 
     @property
     def issuing_ca(self) -> pki.CertificateAuthority:
         """The CA client certificates are signed with: the newest the gateway trusts."""
-        if self._issuing is None:
-            raise HarnessError("the gateway Secret manager has not started")
-        return self._issuing
+        return self._started(self._issuing)
 
     @property
     def bundle_pem(self) -> bytes:
@@ -129,42 +121,31 @@ class GatewaySecretManager(Service):
     @property
     def ca_added_at(self) -> dt.datetime:
         """When the newest CA entered the bundle (whole seconds, as the annotation says)."""
-        if not self._bundle:
-            raise HarnessError("the gateway Secret manager has not started")
-        return self._bundle[0].added_at
+        return self._started(self._bundle[0] if self._bundle else None).added_at
 
     @property
     def serving_ca(self) -> pki.CertificateAuthority:
-        if self._serving is None:
-            raise HarnessError("the gateway Secret manager has not started")
-        return self._serving[0]
+        return self._started(self._serving)[0]
 
     @property
     def server_certificate(self) -> pki.Issued:
-        if self._serving is None:
-            raise HarnessError("the gateway Secret manager has not started")
-        return self._serving[1]
+        return self._started(self._serving)[1]
 
     def secret(self) -> dict[str, object]:
         """The gateway Secret as it should be now."""
-        data = pki.secret_data(self.server_certificate, self.bundle_pem)
-        return tls_secret(
-            GATEWAY_SECRET_NAME,
-            ISTIO_NAMESPACE,
-            data,
-            labels={MANAGED_BY_LABEL: LIFECYCLE_MANAGER},
-            annotations={
-                CA_ADDED_ANNOTATION: self.ca_added_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                SERVING_CA_ANNOTATION: self.serving_ca.common_name,
-            },
+        served = self.server_certificate
+        return gateway_secret(
+            served.cert_pem,
+            served.key_pem,
+            self.bundle_pem,
+            timestamp(self.ca_added_at),
+            **{SERVING_CA_ANNOTATION: self.serving_ca.common_name},
         )
-
-    # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
         """The first CA (serving at once), the Secret, the timer."""
         ca = await self._new_ca()
-        self._bundle = [BundleCa(ca, policy.whole_second(self._clock()))]
+        self._bundle = [BundleCa.of(ca, self._clock())]
         self._serving = (ca, await asyncio.to_thread(self._server_certificate, ca))
         await ensure_namespace(self._api, ISTIO_NAMESPACE)
         await self._write()
@@ -185,21 +166,15 @@ class GatewaySecretManager(Service):
     async def _write(self) -> None:
         await create_or_replace(self._api, SECRETS, self.secret())
 
-    # -- rotation -----------------------------------------------------------------------
-
     async def rotate(self) -> pki.CertificateAuthority:
-        """A new CA now: prepended to the bundle, ``caAddedToBundleAt`` set, the Secret
-        written; it issues once ``confirm`` says the gateway trusts the bundle."""
+        """A new CA now (``fault: {rotate: ca}``); it issues once ``confirm`` returned."""
         async with self._lock:
             return await self._rotate()
 
     async def _rotate(self) -> pki.CertificateAuthority:
         ca = await self._new_ca()
         now = self._clock()
-        kept = policy.unexpired([b.entry for b in self._bundle], now)
-        self._bundle = [BundleCa(ca, policy.whole_second(now))] + [
-            b for b in self._bundle if b.entry in kept
-        ]
+        self._bundle = [BundleCa.of(ca, now), *policy.unexpired(self._bundle, now)]
         await self._write()
         if self.confirm is not None:
             await self.confirm(self.bundle_pem)
@@ -211,8 +186,8 @@ class GatewaySecretManager(Service):
         return ca
 
     async def drop_old(self) -> None:
-        """Keep only the newest CA in the bundle, as if the older ones had expired. Refused
-        while the gateway still serves a certificate of an older CA."""
+        """Only the newest CA in the bundle, as if the older ones had expired; refused while
+        the gateway still serves an older one."""
         async with self._lock:
             if len(self._bundle) < 2:
                 raise RotationError("no old CA to drop: rotate the CA first")
@@ -236,11 +211,11 @@ class GatewaySecretManager(Service):
                 await self._rotate()
                 now = self._clock()
             changed = False
-            kept = policy.unexpired([b.entry for b in self._bundle], now)
+            kept = policy.unexpired(self._bundle, now)
             if len(kept) != len(self._bundle) and kept:
-                self._bundle = [b for b in self._bundle if b.entry in kept]
+                self._bundle = kept
                 changed = True
-            index = policy.serving_entry([b.entry for b in self._bundle], now, self.timings.grace)
+            index = policy.serving_entry(self._bundle, now, self.timings.grace)
             ca = self._bundle[index].ca
             if self._serving is None or self._serving[0] is not ca:
                 self._serving = (ca, await asyncio.to_thread(self._server_certificate, ca))
@@ -257,9 +232,6 @@ class GatewaySecretManager(Service):
             logger.info("gateway Secret not written: %s", exc)
             return Outcome.ERROR
         now = self._clock()
-        index = policy.serving_entry([b.entry for b in self._bundle], now, self.timings.grace)
-        deadline = policy.next_deadline([b.entry for b in self._bundle], index, now, self.timings)
+        index = policy.serving_entry(self._bundle, now, self.timings.grace)
+        deadline = policy.next_deadline(self._bundle, index, now, self.timings)
         return min(max((deadline - now).total_seconds(), 0.05), MAX_SLEEP)
-
-
-__all__ = ["SERVING_CA_ANNOTATION", "GatewaySecretManager", "RotationError"]

@@ -1,17 +1,10 @@
 """When KLM renews, trusts and serves which certificate (klm-reference §3), as pure decisions.
 
-KLM's rotation keeps every SKR connected while its CA changes:
-
-1. a new CA enters the gateway's bundle (newest first) and ``caAddedToBundleAt`` is set,
-   so the gateway trusts client certificates of the old and the new CA;
-2. each Kyma reconcile re-issues a client certificate issued before that instant (its
-   Secret carries the new bundle to the SKR, so the webhook trusts both gateway CAs);
-3. only after a grace period does the gateway serve a certificate of the new CA;
-4. a CA leaves the bundle when it expires.
-
-These functions take the state and a moment and say what is due, so the timing rules can
-be tested with hypothesis without clocks, keys or API servers. Times are aware UTC
-datetimes; X.509 validity has whole seconds, so instants are compared at that precision.
+KLM's rotation keeps every SKR connected while its CA changes: a new CA enters the
+gateway's bundle (``caAddedToBundleAt``), each Kyma reconcile re-issues a client
+certificate issued before that, the gateway serves the new CA only after a grace period,
+and a CA leaves the bundle when it expires. Pure, so hypothesis can test the timing rules
+without clocks or keys; X.509 has whole seconds, so instants compare at that precision.
 """
 
 from __future__ import annotations
@@ -19,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from cryptography import x509
 
@@ -84,16 +77,18 @@ def ca_renewal_due(ca: x509.Certificate, now: dt.datetime, timings: CertificateT
     return now >= ca.not_valid_after_utc - timings.ca_renew_before
 
 
-def unexpired(bundle: Sequence[BundleEntry], now: dt.datetime) -> list[BundleEntry]:
+E = TypeVar("E", bound=BundleEntry)
+
+
+def unexpired(bundle: Sequence[E], now: dt.datetime) -> list[E]:
     """The bundle without the CAs that have expired, newest first."""
     kept = [e for e in bundle if e.expires_at > now]
     return sorted(kept, key=lambda e: e.added_at, reverse=True)
 
 
 def serving_entry(bundle: Sequence[BundleEntry], now: dt.datetime, grace: dt.timedelta) -> int:
-    """Index (in ``bundle``, newest first) of the CA whose certificate the gateway serves:
-    the newest one that has been in the bundle for the grace period, or the oldest one when
-    none has (a CA that starts the bundle serves at once)."""
+    """Index of the CA the gateway serves: the newest one in the bundle for the grace
+    period, else the oldest (a CA that starts the bundle serves at once)."""
     if not bundle:
         raise ValueError("the bundle is empty")
     for index, entry in enumerate(bundle):
@@ -158,18 +153,3 @@ def client_renewal_reason(
     if now >= certificate.not_valid_after_utc - timings.client_renew_before:
         return "it is due for renewal"
     return None
-
-
-__all__ = [
-    "BundleEntry",
-    "CertificateTimings",
-    "ca_renewal_due",
-    "client_renewal_reason",
-    "common_name",
-    "dns_names",
-    "issuer_name",
-    "next_deadline",
-    "serving_entry",
-    "unexpired",
-    "whole_second",
-]

@@ -1,16 +1,12 @@
-"""What the KCP knows about Kymas, kept current by the shared Kyma informer: runtime id → Kyma.
+"""What the KCP knows about Kymas, kept current by the shared Kyma informer.
 
-The Lifecycle Manager stand-in resolves each SKR event (which names a runtime id, the
-client certificate's CN) to the KCP Kyma labelled ``kyma-project.io/runtime-id`` with that
-id, and SAN pinning needs that Kyma's annotations; both read this cache instead of asking
-the API server per event. ``lookup`` has the signature ``watcher.listener.san_pinning``
-expects.
+Each SKR event (naming a runtime id) resolves to its KCP Kyma, and SAN pinning needs that
+Kyma's annotations: both read this index instead of asking the API server per event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +15,6 @@ from harness.kcp.lifecycle_manager.queue.workqueue import Trigger
 from harness.kube import object_key
 from watcher.domain import KCP_NAMESPACE, RUNTIME_ID_LABEL, SKIP_RECONCILIATION_LABEL
 from watcher.model import ObjectKey
-
-logger = logging.getLogger("harness.kcp.lifecycle_manager.kyma.cache")
 
 DEFAULT_NAMESPACE = KCP_NAMESPACE
 
@@ -63,11 +57,9 @@ class KymaInfo:
 
 
 def change_trigger(previous: KymaInfo | None, current: KymaInfo) -> Trigger | None:
-    """Why a watched Kyma needs a reconcile, as KLM's watch predicate says
-    (``GenerationChanged OR LabelChanged`` plus creation): a new Kyma → ``kyma-created``;
-    a new generation (spec) or other labels → ``kyma-changed``; a status- or
-    annotation-only change → none. The start of a deletion counts as a change (the API
-    server bumps a custom resource's generation then; the check does not rely on it)."""
+    """Why a watched Kyma needs a reconcile, as KLM's predicate says (creation,
+    ``GenerationChanged OR LabelChanged``); the start of a deletion counts too, without
+    relying on the API server bumping the generation then."""
     if previous is None:
         return Trigger.KYMA_CREATED
     if (previous.generation, previous.labels, previous.deleting) != (
@@ -93,8 +85,6 @@ class KymaCache:
         self.on_change: Callable[[str, Trigger], None] | None = None
         """Told ``(key, trigger)`` when a Kyma appears or changes after the first list."""
 
-    # queries ---------------------------------------------------------------------------
-
     def get(self, key: str) -> KymaInfo | None:
         return self._kymas.get(key)
 
@@ -102,18 +92,14 @@ class KymaCache:
         return [self._kymas[k] for k in sorted(self._kymas)]
 
     def by_runtime_id(self, runtime_id: str, namespace: str | None = None) -> list[KymaInfo]:
-        """Every cached Kyma labelled with ``runtime_id`` (in ``namespace`` if given),
-        from the index: one dict lookup per event, whatever the fleet's size."""
+        """From the index: one dict lookup per event, whatever the fleet's size."""
         keys = self._by_runtime_id.get(runtime_id, ())
         found = [self._kymas[k] for k in sorted(keys)]
         return [k for k in found if namespace is None or k.namespace == namespace]
 
     async def lookup(self, runtime_id: str, owner: ObjectKey | None) -> Mapping[str, str] | None:
-        """The annotations of the event's Kyma, or ``None`` when there is not exactly one.
-
-        Fits ``watcher.listener.san_pinning``: ``owner`` (contract v1) names the Kyma;
-        otherwise the Kyma is the one whose runtime-id label equals ``runtime_id``.
-        """
+        """The annotations of the event's Kyma (``owner``, else by runtime id), or None
+        when there is not exactly one: ``watcher.listener.san_pinning``'s lookup."""
         if owner is not None:
             kyma = self._kymas.get(str(owner))
             return dict(kyma.annotations) if kyma is not None else None
@@ -127,12 +113,9 @@ class KymaCache:
                 self._changed.clear()
                 await self._changed.wait()
 
-    # feeding ---------------------------------------------------------------------------
-
     def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
-        """Take one watch event (also usable to feed the cache by hand in tests). Once the
-        first list is complete, a Kyma that appears or changes (:func:`change_trigger`) is
-        reported to ``on_change``; the initial list is the manager's startup."""
+        """One watch event; after the first list (the manager's startup) a Kyma that
+        appears or changes is reported to ``on_change``."""
         if kind == "SYNCED":
             self.synced = True
         elif kind == "DELETED":

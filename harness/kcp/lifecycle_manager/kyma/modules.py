@@ -1,16 +1,9 @@
 """Which Manifests a Kyma needs, from the SKR Kyma's ``spec.modules`` and the catalog. Pure.
 
-KLM's order (klm-reference §2.4): each entry of the SKR Kyma's ``spec.modules`` (``name``,
-optional ``channel`` overriding ``spec.channel``, ``managed`` default true) is resolved
-through the module's ModuleReleaseMeta (channel → version) to the ModuleTemplate of that
-module and version. A resolved module gets one Manifest in ``kcp-system``; an unknown
-module or channel gets an ``Error`` entry in the Kyma's ``status.modules`` and no Manifest,
-while the other modules proceed. Internal and beta templates reach only Kymas carrying
-the same label (``catalog_visible``).
-
-Our Manifest names are ``<kyma>-<module>`` (KLM appends a hash); a ModuleTemplate
-annotated ``INSTALL_ANNOTATION: fail`` gives a Manifest that the Manifest stand-in turns
-``Error`` — the harness's "broken module" fixture.
+KLM's order (klm-reference §2.4): channel → version through the ModuleReleaseMeta, then the
+ModuleTemplate; an unknown module or channel is an ``Error`` entry while the others
+proceed. Our Manifests are ``<kyma>-<module>`` (KLM appends a hash); a ModuleTemplate
+annotated ``INSTALL_ANNOTATION: fail`` is the harness's "broken module" fixture.
 """
 
 from __future__ import annotations
@@ -85,9 +78,8 @@ class ModulePlan:
 
 
 def requested_modules(skr_spec: Obj) -> list[tuple[str, str, bool]]:
-    """(name, channel, managed) per ``spec.modules`` entry, the Kyma's channel by default;
-    later duplicates of a name are ignored (the API server would reject them in KLM's
-    CRD, whose list is a map keyed by name)."""
+    """(name, channel, managed) per ``spec.modules`` entry; a later duplicate is ignored
+    (KLM's CRD keys the list by name)."""
     default = str(skr_spec.get("channel") or "regular")
     seen: set[str] = set()
     out = []
@@ -182,9 +174,8 @@ def catalog_fixture(
     install_fails: bool = False,
     labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A module for the KCP catalog, as a scenario's ``modules`` declares it: one
-    ModuleTemplate per version (``<module>-<version>``), then the ModuleReleaseMeta
-    (``<module>``) mapping ``channels`` (channel → version)."""
+    """A module for the KCP catalog, as a scenario declares it: a ModuleTemplate per
+    version, then the ModuleReleaseMeta mapping ``channels`` (channel → version)."""
     annotations = {INSTALL_ANNOTATION: "fail"} if install_fails else {}
     out: list[dict[str, Any]] = [
         {

@@ -1,29 +1,12 @@
 """One Kyma reconcile, in KLM's order (klm-reference §2), against the real API servers.
 
-1. Read the KCP Kyma (gone → nothing to do; being deleted → :meth:`KymaReconcile.delete`);
-   make sure it carries KLM's finalizer.
-2. **SKR access** through the kubeconfig Secret (:mod:`.skr_access`); failure → ``Error``.
-3. **Kyma sync**: on first contact the Kyma CRD and the catalog CRDs go into the SKR and
-   the SKR Kyma ``kyma-system/default`` is created from the KCP Kyma's spec; from then on
-   the SKR Kyma's spec is the desired state (it is never copied back).
-4. **Catalog**: the ModuleTemplates and ModuleReleaseMetas of ``kcp-system`` that the Kyma
-   may see are copied to the SKR (and copies no longer in the catalog removed).
-5. **Manifests**: one per resolved module (:mod:`.modules`), stale ones deleted.
-6. **Status**: computed once (:mod:`.status`), written to the KCP Kyma and the SKR Kyma
-   when it says something new. The outcome (requeue interval) follows the state.
-
-5b. **Runtime Watcher** (given a ``watcher``, the
-   :class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`): the runtime's certificate
-   ensured in the KCP and copied to the SKR, the SKR's ``skr-webhook-tls`` Secret and
-   ``skr-webhook`` configuration (from all Watchers) put back if lost or altered
-   (condition ``SKRWebhook``).
-
-Deletion (finalizer ``operator.kyma-project.io/Kyma``): the state ``Deleting``, the Kyma's
-Manifests, then the SKR's watcher resources, the SKR Kyma, the catalog copies and KLM's
-CRDs there (as upstream's KLM leaves the SKR; ``kyma-system`` stays), the KCP
-certificate, then the finalizer. An SKR that cannot be reached keeps the finalizer
-(requeued with backoff) unless its kubeconfig Secret is gone — then there is nothing
-left to clean up there.
+Read the KCP Kyma (with KLM's finalizer); reach the SKR through the kubeconfig Secret
+(:mod:`.skr_access`); on first contact install the CRDs and create the SKR Kyma, whose spec
+is the desired state from then on (never copied back); copy the catalog the Kyma may see;
+one Manifest per resolved module (:mod:`.modules`); the Runtime Watcher (given a
+``watcher``); then one status (:mod:`.status`) for both Kymas, whose state decides the
+requeue. Deletion leaves the SKR as upstream's KLM does (``kyma-system`` stays); an SKR
+that cannot be reached keeps the finalizer unless its kubeconfig Secret is gone.
 """
 
 from __future__ import annotations
@@ -33,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -50,6 +34,7 @@ from harness.kcp.lifecycle_manager.kyma.modules import (
 )
 from harness.kcp.lifecycle_manager.kyma.skr_access import SkrAccessError, SkrClients
 from harness.kcp.lifecycle_manager.queue.reconciler import Outcome
+from harness.kcp.lifecycle_manager.queue.runtime import set_finalizers
 from harness.kube import (
     CRDS,
     KYMAS,
@@ -110,23 +95,17 @@ class WatcherPending(Exception):
 
 
 class RuntimeWatcher(Protocol):
-    """The reconcile's watcher step
-    (:class:`~harness.kcp.lifecycle_manager.skr_webhook.SkrWebhookManager`)."""
+    """The reconcile's watcher step (``SkrWebhookManager``, ``SkrDeployment``)."""
 
     async def install(self, kyma: Obj) -> tuple[str, ...]:
-        """Make the Kyma's SKR watcher what it should be; what changed. Raises a
-        ``HarnessError`` when it cannot."""
+        """What changed; a ``HarnessError`` when it cannot."""
         ...
 
-    async def remove(self, kyma: Obj, *, skr_reachable: bool) -> None:
-        """The Kyma is being deleted: its watcher leaves the SKR (when reachable) and
-        its certificate the KCP."""
-        ...
+    async def remove(self, kyma: Obj, *, skr_reachable: bool) -> None: ...
 
 
 class HealthProbe(Protocol):
-    """Watcher health (:class:`~harness.kcp.lifecycle_manager.watcher_health.WatcherHealth`):
-    a runtime is probed once its watcher is installed; its condition goes into the status."""
+    """Watcher health: a runtime is probed once its watcher is installed."""
 
     def watch(self, kyma: Obj) -> None: ...
 
@@ -140,8 +119,8 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 
 def catalog_copy(entry: Obj) -> dict[str, Any]:
-    """A KCP catalog object as KLM puts it into an SKR: same name and spec, ``kyma-system``,
-    labelled as managed by KLM (which is how stale copies are found)."""
+    """A KCP catalog object as KLM puts it into an SKR, labelled as KLM's (which is how
+    stale copies are found)."""
     meta = _meta(entry)
     return {
         "apiVersion": entry["apiVersion"],
@@ -162,28 +141,19 @@ def _same_copy(a: Obj, b: Obj) -> bool:
     )
 
 
+@dataclass(eq=False)
 class KymaReconcile:
     """``await reconcile("kcp-system/<kyma>")`` → the outcome; see the module doc."""
 
-    def __init__(
-        self,
-        kcp_api: ApiClient,
-        skrs: SkrClients,
-        *,
-        watcher: RuntimeWatcher | None = None,
-        health: HealthProbe | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        """``watcher``: deploys the Runtime Watcher into a Kyma's SKR; ``None`` leaves
-        the watcher alone (no ``SKRWebhook`` condition). ``health``: probes each runtime
-        whose watcher is installed (condition ``WatcherHealth``)."""
-        self.kcp = kcp_api
-        self.skrs = skrs
-        self.watcher = watcher
-        self.health = health
-        self.clock = clock
-        self._prepared: dict[str, ApiClient] = {}
-        """Kyma → the SKR client whose CRDs and namespace are in place."""
+    kcp: ApiClient
+    skrs: SkrClients
+    _: KW_ONLY
+    watcher: RuntimeWatcher | None = None
+    """None: the watcher is left alone (no ``SKRWebhook`` condition)."""
+    health: HealthProbe | None = None
+    clock: Callable[[], float] = time.time
+    _prepared: dict[str, ApiClient] = field(default_factory=dict, init=False)
+    """Kyma → the SKR client whose CRDs and namespace are in place."""
 
     async def __call__(self, key: str) -> Outcome:
         namespace, _, name = key.partition("/")
@@ -245,20 +215,11 @@ class KymaReconcile:
         condition = self.health.condition(kyma) if self.health is not None else None
         return [condition] if condition is not None else []
 
-    # steps -----------------------------------------------------------------------------
-
     async def _ensure_finalizer(self, kyma: Obj) -> Obj:
         finalizers = list(_meta(kyma).get("finalizers") or [])
         if KYMA_FINALIZER in finalizers:
             return kyma
-        return await self._set_finalizers(kyma, [*finalizers, KYMA_FINALIZER])
-
-    async def _set_finalizers(self, kyma: Obj, finalizers: Sequence[str]) -> Obj:
-        meta = _meta(kyma)
-        patch = {
-            "metadata": {"finalizers": list(finalizers), "resourceVersion": meta["resourceVersion"]}
-        }
-        return await merge_patch(self.kcp, KYMAS, meta["name"], meta["namespace"], patch)
+        return await set_finalizers(self.kcp, KYMAS, kyma, [*finalizers, KYMA_FINALIZER])
 
     async def _sync_kyma(self, skr: ApiClient, kyma: Obj) -> Obj:
         """The SKR Kyma, created (with the CRDs it needs) on first contact."""
@@ -343,8 +304,6 @@ class KymaReconcile:
         patch = {"status": dict(status)}
         await merge_patch(api, KYMAS, meta["name"], meta["namespace"], patch, subresource="status")
 
-    # deletion --------------------------------------------------------------------------
-
     async def _clean_skr(self, skr: ApiClient, kyma: Obj) -> None:
         """The SKR as upstream's KLM leaves it: no watcher, SKR Kyma, catalog copies or
         KLM's CRDs (``kyma-system`` stays)."""
@@ -393,7 +352,7 @@ class KymaReconcile:
         finalizers = [f for f in meta.get("finalizers") or [] if f != KYMA_FINALIZER]
         if finalizers != list(meta.get("finalizers") or []):
             with contextlib.suppress(NotFound):  # already gone: nothing to release
-                await self._set_finalizers(kyma, finalizers)
+                await set_finalizers(self.kcp, KYMAS, kyma, finalizers)
         await self.skrs.forget(name)
         self._prepared.pop(name, None)
         return Outcome.GONE

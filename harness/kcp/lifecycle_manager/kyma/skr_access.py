@@ -1,13 +1,9 @@
 """How KLM reaches a Kyma's SKR: the kubeconfig in the one KCP Secret labelled with its name.
 
-Provisioning writes that Secret in ``kcp-system`` (key ``config``, label
-``operator.kyma-project.io/kyma-name: <kyma>``, usually also named ``<kyma>``; the harness
-environment does it for its SKRs); KLM finds it **by the label**, whatever it is called,
-in every reconcile (klm-reference §2.1, upstream's ``accessmanager``). No such Secret,
-more than one, a missing key or a kubeconfig that does not parse is an
-:class:`SkrAccessError` — the reconcile sets the Kyma ``Error`` and backs off. One
-client per Kyma is kept while the Secret's resourceVersion stays the same, so a rotated
-kubeconfig is picked up by the next reconcile.
+KLM finds it by the label ``operator.kyma-project.io/kyma-name``, whatever it is called, in
+every reconcile (klm-reference §2.1); anything but exactly one usable Secret is an
+:class:`SkrAccessError` (the Kyma ``Error``, backed off). A client is kept while the
+Secret's resourceVersion stays, so a rotated kubeconfig is picked up.
 """
 
 from __future__ import annotations
@@ -79,9 +75,8 @@ class SkrClients:
         return client
 
     async def cached(self, kyma: str) -> ApiClient:
-        """The client last built for ``kyma`` without re-reading its Secret (a heartbeat a
-        minute per Kyma need not cost a KCP read each); :meth:`client` when there is none.
-        Callers go back to :meth:`client` after a failure, which picks up a new Secret."""
+        """The client last built, without a KCP read (heartbeats); callers go back to
+        :meth:`client` after a failure."""
         cached = self._clients.get(kyma)
         return cached[1] if cached is not None else await self.client(kyma)
 

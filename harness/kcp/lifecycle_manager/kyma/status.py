@@ -1,18 +1,14 @@
 """A Kyma's status from what one reconcile found. Pure.
 
-KLM writes the KCP Kyma's status and copies it to the SKR Kyma (klm-reference §2.2, §2.6):
-``state``, ``modules[]``, ``conditions`` and ``lastOperation``. Our aggregation, in KLM's
-order of severity: any module ``Error`` (or a failed step) → ``Error``; else any
-``Warning`` → ``Warning``; else any module not yet ``Ready`` → ``Processing``; else
-``Ready``. Condition types are ours and stable: ``ModuleCatalog`` (the catalog reached the
-SKR), ``Modules`` (every module Ready), ``SKRWebhook`` (the Runtime Watcher is installed in
-the SKR; only when the reconcile manages it). A condition keeps its ``lastTransitionTime`` while
-its status stays the same, and ``lastOperation`` keeps its time while the message stays
-the same, so a reconcile that changes nothing writes nothing.
+KLM writes the KCP Kyma's status and copies it to the SKR Kyma (klm-reference §2.2, §2.6).
+The state goes by severity (Error, Warning, Processing, Ready); condition types are ours
+and stable. Times are kept while nothing changes, so a reconcile that changes nothing
+writes nothing.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -29,11 +25,26 @@ CATALOG_CONDITION: Final = "ModuleCatalog"
 MODULES_CONDITION: Final = "Modules"
 WEBHOOK_CONDITION: Final = "SKRWebhook"
 
+_SAID: Final = {
+    (CATALOG_CONDITION, True): ("CatalogSynced", "module catalog synchronised to the SKR"),
+    (CATALOG_CONDITION, False): ("CatalogNotSynced", "catalog not synced"),
+    (MODULES_CONDITION, True): ("ModulesReady", "all modules are ready"),
+    (MODULES_CONDITION, False): ("ModulesNotReady", "not ready: "),
+    (WEBHOOK_CONDITION, True): ("WebhookInstalled", "the Runtime Watcher is installed in the SKR"),
+    (WEBHOOK_CONDITION, False): ("WebhookNotInstalled", "the Runtime Watcher is not installed"),
+}
+
 Obj = Mapping[str, Any]
 
 
-def timestamp(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def timestamp(at: float | datetime | None = None) -> str:
+    """RFC 3339 in whole seconds, as Kubernetes writes times (None: now)."""
+    moment = (
+        at
+        if isinstance(at, datetime)
+        else datetime.fromtimestamp(time.time() if at is None else at, UTC)
+    )
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def deleting(at: float) -> dict[str, Any]:
@@ -76,9 +87,10 @@ def aggregate(entries: Sequence[Obj], failures: Sequence[str] = ()) -> str:
     return READY
 
 
-def _condition(
+def condition(
     kind: str, ok: bool, reason: str, message: str, previous: Sequence[Obj], now: str
 ) -> dict[str, Any]:
+    """A condition that keeps its ``lastTransitionTime`` while its status stays the same."""
     status = "True" if ok else "False"
     before = next((c for c in previous if c.get("type") == kind), None)
     since = before.get("lastTransitionTime") if before and before.get("status") == status else None
@@ -102,11 +114,8 @@ def kyma_status(
     channel: str | None = None,
     at: float,
 ) -> dict[str, Any]:
-    """The status to write (both Kymas), keeping times where nothing changed.
-    ``webhook_installed``: the Runtime Watcher's state in the SKR (``None``: not managed
-    by this reconcile, no ``SKRWebhook`` condition). ``extra_conditions`` are appended as
-    they are (``WatcherHealth``: informational, the state does not follow it);
-    ``channel``: the desired spec's channel, reported as ``activeChannel``."""
+    """The status to write (both Kymas). ``webhook_installed`` None: no ``SKRWebhook``
+    condition; ``extra_conditions`` are informational (the state does not follow them)."""
     previous = previous or {}
     now = timestamp(at)
     state = aggregate(entries, failures)
@@ -114,37 +123,15 @@ def kyma_status(
         state = PROCESSING
     conditions_before = previous.get("conditions") or []
     not_ready = [e["name"] for e in entries if e.get("state") != READY]
-    conditions = [
-        _condition(
-            CATALOG_CONDITION,
-            catalog_synced,
-            "CatalogSynced" if catalog_synced else "CatalogNotSynced",
-            "module catalog synchronised to the SKR" if catalog_synced else "catalog not synced",
-            conditions_before,
-            now,
-        ),
-        _condition(
-            MODULES_CONDITION,
-            not not_ready,
-            "ModulesReady" if not not_ready else "ModulesNotReady",
-            "all modules are ready" if not not_ready else "not ready: " + ", ".join(not_ready),
-            conditions_before,
-            now,
-        ),
-    ]
+    checks = {CATALOG_CONDITION: catalog_synced, MODULES_CONDITION: not not_ready}
     if webhook_installed is not None:
-        conditions.append(
-            _condition(
-                WEBHOOK_CONDITION,
-                webhook_installed,
-                "WebhookInstalled" if webhook_installed else "WebhookNotInstalled",
-                "the Runtime Watcher is installed in the SKR"
-                if webhook_installed
-                else "the Runtime Watcher is not installed",
-                conditions_before,
-                now,
-            )
-        )
+        checks[WEBHOOK_CONDITION] = webhook_installed
+    conditions = []
+    for kind, ok in checks.items():
+        reason, message = _SAID[kind, ok]
+        if kind == MODULES_CONDITION and not ok:
+            message += ", ".join(not_ready)
+        conditions.append(condition(kind, ok, reason, message, conditions_before, now))
     conditions.extend(dict(c) for c in extra_conditions)
     operation = "; ".join(failures) if failures else f"kyma is {state.lower()}"
     last = previous.get("lastOperation") or {}

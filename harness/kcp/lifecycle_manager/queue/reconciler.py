@@ -1,13 +1,10 @@
 """A controller of the KCP: its reconcile loop, requeue by outcome, and its record.
 
-Every controller of the Lifecycle Manager stand-in (and of the gateway) is one of these, set
-up on a :class:`~.runtime.ControllerRuntime` (controller-runtime's controller: a
-``Reconcile`` returning a requeue decision, style.md "lifecycle-manager"). Keys are
-``"namespace/name"``. After each reconcile the key is requeued (trigger ``requeue-timer``)
-after the interval for its outcome, as KLM does, or after the seconds the reconcile returned
-(``Result{RequeueAfter}``); watch events and the startup add keys directly. Every reconcile
-is recorded (when, why — the merged triggers —, how long after the first trigger, outcome)
-so tests and reports can ask "was kyma X reconciled because of an event, and how fast?"."""
+Every controller here is one of these, set up on a :class:`~.runtime.ControllerRuntime`
+(controller-runtime's ``Reconcile`` returning a requeue decision). After each reconcile the
+key is requeued after the interval for its outcome, as KLM does, or after the seconds the
+reconcile returned; every reconcile is recorded (when, why, how long after the first
+trigger, outcome) so tests and reports can ask why and how fast a Kyma was reconciled."""
 
 from __future__ import annotations
 
@@ -18,12 +15,13 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from enum import StrEnum
+from typing import Final, TypeVar
 
 from harness.aio import Service
 from harness.errors import HarnessError
-from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR
+from harness.kcp.klm_log import RECONCILE_FINISHED, RECONCILE_STARTED, RECONCILER_ERROR, matching
 from harness.kcp.lifecycle_manager.queue.workqueue import Trigger, WorkItem, WorkQueue
 
 logger = logging.getLogger("harness.kcp.lifecycle_manager.queue.reconciler")
@@ -64,6 +62,15 @@ class RequeueIntervals:
         return float(getattr(self, outcome.value))
 
 
+INTERVAL_FLAGS: Final = {
+    "success": "--kyma-requeue-success-interval",
+    "busy": "--kyma-requeue-busy-interval",
+    "warning": "--kyma-requeue-warning-interval",
+    "error": "--failure-base-delay",
+    "error_max": "--failure-max-delay",
+}
+"""KLM's flag for each of its intervals."""
+
 WATCH_DRIVEN = RequeueIntervals(error=1.0, error_max=1.0, requeue=False)
 """Requeue rules of a controller its watches drive: errors retried after 1 s, nothing else."""
 
@@ -86,48 +93,56 @@ class ReconcileTimeout(HarnessError, TimeoutError):
     """No matching reconcile before the deadline; the message lists what was seen."""
 
 
+T = TypeVar("T")
+
+
+async def first_of(query: Callable[[], list[T]], changed: asyncio.Event, within: float) -> T | None:
+    """The first record ``query`` returns, asked again whenever ``changed`` is set; None when
+    there is none within ``within`` seconds."""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                changed.clear()
+                found = query()
+                if found:
+                    return found[0]
+                await changed.wait()
+    except TimeoutError:
+        return None
+
+
 ReconcileFn = Callable[[str], Awaitable[Outcome | float]]
 """Key → its outcome, or the seconds until it is due again (a success)."""
 
 
+@dataclass(eq=False)
 class Reconciler(Service):
     """``async with Reconciler(fn) as r: r.enqueue("kcp-system/a", Trigger.STARTUP)``."""
 
-    def __init__(
-        self,
-        reconcile: ReconcileFn,
-        *,
-        name: str = "kyma",
-        workers: int = 1,
-        intervals: RequeueIntervals = RequeueIntervals(),
-        clock: Callable[[], float] | None = None,
-        wall_clock: Callable[[], float] = time.time,
-        log: logging.Logger | None = logger,
-    ) -> None:
-        self.name = name
-        self._reconcile = reconcile
-        self._log = log
-        """Where the reconcile lines go (an environment observing this KLM through its log
-        hands its own logger; None: none, as for every controller but Kyma's)."""
-        self.intervals = intervals
-        self._wall = wall_clock
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self._workers = workers
-        self._clock = clock
-        self._queue: WorkQueue[str] = WorkQueue()
-        self._wake = asyncio.Event()
-        self._records: list[Reconcile] = []
-        self._failures: collections.Counter[str] = collections.Counter()
-        """Consecutive errors per key (the backoff's exponent); cleared by any other outcome."""
-        self._recorded = asyncio.Event()
-        self.counters: collections.Counter[str] = collections.Counter()
-        self.observers: list[Callable[[Reconcile], None]] = []
-        """Told every reconcile as it is recorded (e.g. ``watcher-harness up``'s live view)."""
+    reconcile: ReconcileFn
+    _: KW_ONLY
+    name: str = "kyma"
+    workers: int = 1
+    intervals: RequeueIntervals = RequeueIntervals()
+    clock: Callable[[], float] | None = None
+    wall_clock: Callable[[], float] = time.time
+    log: logging.Logger | None = logger
+    """Where the reconcile lines go (None: none, as for every controller but Kyma's)."""
+    counters: collections.Counter[str] = field(default_factory=collections.Counter, init=False)
+    observers: list[Callable[[Reconcile], None]] = field(default_factory=list, init=False)
+    _queue: WorkQueue[str] = field(default_factory=WorkQueue, init=False)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _records: list[Reconcile] = field(default_factory=list, init=False)
+    _failures: collections.Counter[str] = field(default_factory=collections.Counter, init=False)
+    """Consecutive errors per key (the backoff's exponent)."""
+    _recorded: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
 
     def now(self) -> float:
-        """The queue's clock (the event loop's ``time()`` unless one was injected)."""
-        return self._clock() if self._clock else asyncio.get_running_loop().time()
+        return self.clock() if self.clock else asyncio.get_running_loop().time()
 
     def enqueue(self, kyma: str, trigger: Trigger) -> None:
         """Make ``kyma`` ready now (collapses with a pending entry)."""
@@ -145,24 +160,22 @@ class Reconciler(Service):
         self._wake.set()
 
     def requeue_after(self, kyma: str, delay: float) -> None:
-        """Move ``kyma``'s next requeue-timer reconcile to ``delay`` seconds from now if that
-        is earlier than the one pending. KLM spreads requeues so over [0, success interval)
-        after a ModuleReleaseMeta change, so that not every Kyma is reconciled at once."""
+        """``kyma``'s next requeue-timer reconcile in ``delay`` s if that is earlier (KLM
+        spreads requeues so after a ModuleReleaseMeta change)."""
         self._add_after(kyma, Trigger.REQUEUE_TIMER, delay)
 
     @property
     def depth(self) -> int:
-        """Keys ready and waiting for a worker (not those being reconciled, nor delayed)."""
+        """Keys ready and waiting for a worker."""
         return len(self._queue)
 
     @property
     def in_progress(self) -> int:
-        """Keys being reconciled right now (at most the number of workers)."""
         return len(self._queue.processing)
 
     async def _handle(self, item: WorkItem[str]) -> None:
         started_loop = self.now()
-        at = self._wall()
+        at = self.wall_clock()
         latency = max(0.0, started_loop - item.queued_at)
         namespace, _, name = item.key.partition("/")
         context = {"controller": self.name, "namespace": namespace, "name": name}
@@ -171,7 +184,7 @@ class Reconciler(Service):
         self._line(RECONCILE_STARTED, {**context, "trigger": triggers, "waited": round(latency, 6)})
         error, after = "", None
         try:
-            result = await self._reconcile(item.key)
+            result = await self.reconcile(item.key)
         except Exception as exc:
             logger.warning("reconcile of %s %s failed: %r", self.name, item.key, exc)
             result, error = Outcome.ERROR, repr(exc)
@@ -201,8 +214,8 @@ class Reconciler(Service):
             self._add_after(item.key, Trigger.REQUEUE_TIMER, delay)
 
     def _line(self, message: str, context: dict[str, object]) -> None:
-        if self._log is not None:
-            self._log.info(message, extra={"context": context})
+        if self.log is not None:
+            self.log.info(message, extra={"context": context})
 
     def _record(self, record: Reconcile) -> None:
         self._records.append(record)
@@ -214,8 +227,6 @@ class Reconciler(Service):
             self.counters[f"trigger:{trigger.value}"] += 1
         self._recorded.set()
 
-    # queries ---------------------------------------------------------------------------
-
     def reconciles(
         self,
         kyma: str | None = None,
@@ -223,13 +234,7 @@ class Reconciler(Service):
         since: float | None = None,
     ) -> list[Reconcile]:
         """Recorded reconciles, oldest first, filtered by Kyma, trigger and start time."""
-        return [
-            r
-            for r in self._records
-            if (kyma is None or r.kyma == kyma)
-            and (trigger is None or trigger in r.triggers)
-            and (since is None or r.at >= since)
-        ]
+        return matching(self._records, kyma, trigger, since)
 
     async def wait_for_reconcile(
         self,
@@ -239,15 +244,10 @@ class Reconciler(Service):
         timeout: float = 5.0,  # noqa: ASYNC109 - a deadline for the wait, as tests read it
     ) -> Reconcile:
         """The first matching reconcile (waiting for it); ``ReconcileTimeout`` otherwise."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    found = self.reconciles(kyma, trigger, since)
-                    if found:
-                        return found[0]
-                    self._recorded.clear()
-                    await self._recorded.wait()
-        except TimeoutError:
+        found = await first_of(
+            lambda: self.reconciles(kyma, trigger, since), self._recorded, timeout
+        )
+        if found is None:
             seen = self.reconciles(kyma)[-5:]
             described = "; ".join(
                 f"at {r.at:.3f} triggers {sorted(t.value for t in r.triggers)} → {r.outcome}"
@@ -258,9 +258,8 @@ class Reconciler(Service):
                 f"no reconcile of {kyma} ({wanted}, since {since}) within {timeout:g} s; "
                 f"seen for it: {described or 'none'}; all reconciles: {len(self._records)}; "
                 f"queued {len(self._queue)}, processing {sorted(self._queue.processing)}"
-            ) from None
-
-    # workers ---------------------------------------------------------------------------
+            )
+        return found
 
     async def _next(self) -> WorkItem[str]:
         while True:
@@ -291,5 +290,5 @@ class Reconciler(Service):
                 self._wake.set()
 
     async def start(self) -> None:
-        for i in range(self._workers):
+        for i in range(self.workers):
             self.spawn(self._work(), f"{self.name}-reconciler-{i}")

@@ -1,28 +1,19 @@
 """One controller runtime for every KCP controller: shared informers, controllers, runnables.
 
-controller-runtime's manager as KLM uses it (style.md, "lifecycle-manager": every controller
-a ``Reconcile`` plus a ``SetupWithManager`` that states its watches; ``cmd/main.go`` wires
-them one line each). A controller's setup function asks the runtime for
-
-* :meth:`ControllerRuntime.controller` — a :class:`~.reconciler.Reconciler` (the work queue,
-  its workers, requeue by outcome and the record) around the controller's reconcile;
-* :meth:`ControllerRuntime.watch` — a handler on the shared :class:`Informer` of a resource
-  (one list+watch per resource and namespace, whoever watches it, as the manager's cache):
-  the handler is the watch's predicate and its mapping to keys (``enqueue`` or not);
-* :meth:`ControllerRuntime.add` — anything else that runs as long as the manager (a listener,
-  a monitor: ``mgr.Add(runnable)``).
-
-``async with runtime:`` starts the informers and waits until each has listed (the caches
-synced), then the controllers' workers, then the runnables; it unwinds in reverse
-(kopf/aiohttp: one owner, resources as async context managers).
+controller-runtime's manager as KLM uses it: a controller's setup function asks for a
+:meth:`~ControllerRuntime.controller`, :meth:`~ControllerRuntime.watch`\\ es a shared
+:class:`Informer` (one list+watch per resource and namespace, as the manager's cache) and
+:meth:`~ControllerRuntime.add`\\ s what else runs as long as the manager. ``async with``
+starts the informers and waits for their caches, then the controllers, then the runnables.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
@@ -33,7 +24,7 @@ from harness.kcp.lifecycle_manager.queue.reconciler import (
     Reconciler,
     RequeueIntervals,
 )
-from harness.kube import KubeError, Obj, Resource, object_key
+from harness.kube import KubeError, Obj, Resource, merge_patch, object_key
 from harness.kube.watch import watch_objects
 
 Handler = Callable[[str, Obj], None]
@@ -41,27 +32,32 @@ Handler = Callable[[str, Obj], None]
 (re-)list has been reported in full."""
 
 
+async def set_finalizers(
+    api: ApiClient, resource: Resource, obj: Mapping[str, Any], finalizers: Sequence[str]
+) -> Obj:
+    """``obj`` with ``finalizers``, written only over the version read (else ``Conflict``)."""
+    meta = obj["metadata"]
+    patch = {
+        "metadata": {"finalizers": list(finalizers), "resourceVersion": meta["resourceVersion"]}
+    }
+    return await merge_patch(api, resource, meta["name"], meta["namespace"], patch)
+
+
+@dataclass(eq=False)
 class Informer(Service):
     """One list+watch of ``resource`` (in ``namespace``, or all), its store and handlers."""
 
-    def __init__(
-        self,
-        api: ApiClient,
-        resource: Resource,
-        namespace: str | None = None,
-        sync_timeout: float = 30.0,
-    ) -> None:
-        self._api = api
-        self.resource = resource
-        self.namespace = namespace
-        self._sync_timeout = sync_timeout
-        self.objects: dict[str, Obj] = {}
-        """``<ns>/<name>`` → the object as last seen."""
-        self.handlers: list[Handler] = []
-        self.synced = asyncio.Event()
+    api: ApiClient
+    resource: Resource
+    namespace: str | None = None
+    sync_timeout: float = 30.0
+    objects: dict[str, Obj] = field(default_factory=dict, init=False)
+    """``<ns>/<name>`` → the object as last seen."""
+    handlers: list[Handler] = field(default_factory=list, init=False)
+    synced: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     async def _run(self) -> None:
-        async for kind, obj in watch_objects(self._api, self.resource, namespace=self.namespace):
+        async for kind, obj in watch_objects(self.api, self.resource, namespace=self.namespace):
             if kind == "SYNCED":
                 self.synced.set()
             elif kind == "DELETED":
@@ -74,12 +70,12 @@ class Informer(Service):
     async def start(self) -> None:
         self.spawn(self._run(), f"informer-{self.resource.plural}")
         try:
-            async with asyncio.timeout(self._sync_timeout):
+            async with asyncio.timeout(self.sync_timeout):
                 await self.synced.wait()
         except TimeoutError:
             raise KubeError(
                 f"{self.resource.plural} in {self.namespace or 'all namespaces'} not listed "
-                f"within {self._sync_timeout:g} s; are the CRDs applied (fixtures/crds)? "
+                f"within {self.sync_timeout:g} s; are the CRDs applied (fixtures/crds)? "
                 "see harness.kube warnings"
             ) from None
 
@@ -140,6 +136,3 @@ class ControllerRuntime(Service):
             call()
         for runnable in self._runnables:
             await self.stack.enter_async_context(runnable)
-
-
-__all__ = ["ControllerRuntime", "Handler", "Informer"]

@@ -1,18 +1,11 @@
 """A de-duplicating, delaying work queue with the semantics of controller-runtime's
-priority queue — the queue of KLM's Kyma controller (controller-runtime v0.24 uses it
-unless told otherwise; KLM does not).
+priority queue — the queue of KLM's Kyma controller.
 
-Lifecycle Manager's behaviour that the watcher changes — how often a Kyma is reconciled
-and how fast it reacts — is decided by this queue: a key is in the queue at most once,
-ready now or at a time, and the earlier time wins — so an event pulls a pending requeue
-forward instead of adding a reconcile beside it (client-go's classic delaying queue
-kept the timer: the KLM scale run showed upstream's KLM at 6.1 reconciles/s where ours,
-with the classic queue, made 8.8 for the same load); a key added while it is being
-processed is processed again afterwards (never twice at once). Triggers that collapse
-into one reconcile are merged, so a report can say *why* a reconcile ran.
-
-The queue takes its clock from the caller (``now``) so the requeue-economics benchmark can
-drive it with simulated time; the async wrapper in ``lifecycle_manager`` feeds it real time.
+How often a Kyma is reconciled and how fast it reacts is decided here: a key is queued at
+most once and the earlier time wins, so an event pulls a pending requeue forward instead
+of adding a reconcile (the classic delaying queue made ours 8.8 reconciles/s where
+upstream's made 6.1 for the same load); a key added while processed is processed again
+afterwards. Merged triggers say *why* a reconcile ran. Pure: the clock is the caller's.
 """
 
 from __future__ import annotations

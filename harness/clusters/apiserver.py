@@ -32,7 +32,7 @@ import aiohttp
 from harness.aio import Service
 from harness.clusters import ports
 from harness.clusters.certs import CertificateAuthority, service_account_key_pair
-from harness.clusters.kubeconfig import render_kubeconfig
+from harness.clusters.contexts import render_kubeconfig
 from harness.clusters.probes import http_get, http_post
 from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
 from harness.errors import ClusterError

@@ -33,9 +33,9 @@ from harness.clusters.contexts import (
     ContextAccess,
     KubeconfigError,
     find_context,
+    render_kubeconfig,
     single_context_kubeconfig,
 )
-from harness.clusters.kubeconfig import render_kubeconfig
 from harness.clusters.ownership import Ownership
 from harness.clusters.plane import Cluster, Environment, validate_cluster_names
 from harness.clusters.selection import ClusterTarget

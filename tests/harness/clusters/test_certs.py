@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from cryptography.x509.oid import NameOID
 
 from harness.clusters.certs import CertificateAuthority, service_account_key_pair
-from harness.clusters.kubeconfig import render_kubeconfig
+from harness.clusters.contexts import render_kubeconfig
 
 
 def write_pair(

@@ -24,7 +24,7 @@ import shutil
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -34,7 +34,7 @@ from contextlib import (
 )
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
@@ -45,13 +45,14 @@ from harness.clusters import procfs
 from harness.clusters.apiserver import ApiServerOptions, KubeApiServer
 from harness.clusters.binaries import Binaries, ensure_binaries
 from harness.clusters.etcd import Etcd
-from harness.clusters.process import OwnedProcess, ProcessRecord
+from harness.clusters.process import ProcessRecord
 from harness.clusters.progress import format_bytes, interactive, make_console
 from harness.errors import ClusterError
 from harness.kube.crds import load_yaml_documents
 
 USER_AGENT = "watcher-harness"
 """Also the field manager the API server records for the harness's writes."""
+T = TypeVar("T")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 
@@ -79,17 +80,21 @@ class ApiServerControl:
         """Every incarnation (pid, argv, exit code, stop signal), oldest first."""
         return tuple(self._server.records)
 
+    async def _run(self, call: Coroutine[Any, Any, T]) -> T:
+        """Where the server's own calls run (a pool's: on the pool's loop)."""
+        return await call
+
     async def stop(self) -> int | None:
-        return await self._server.stop()
+        return await self._run(self._server.stop())
 
     async def kill(self) -> int | None:
-        return await self._server.kill()
+        return await self._run(self._server.kill())
 
     async def start(self) -> None:
-        await self._server.start()
+        await self._run(self._server.start())
 
     async def restart(self) -> None:
-        await self._server.restart()
+        await self._run(self._server.restart())
 
 
 @dataclass(frozen=True)
@@ -273,8 +278,8 @@ class LocalBackend:
             temp_dirs.append(etcd.data_dir)
             env = Environment(
                 backend=self.name,
-                clusters={s.name: _cluster(s) for s in servers},
-                processes=(etcd.process.record, *(_process(s).record for s in servers)),
+                clusters={s.name: server_cluster(s, ApiServerControl(s)) for s in servers},
+                processes=(etcd.process.record, *(s.records[-1] for s in servers)),
                 startup_seconds=time.monotonic() - started,
                 temp_dirs=(*temp_dirs, *(s.workdir for s in servers if s.workdir)),
             )
@@ -295,24 +300,27 @@ class LocalBackend:
         return nullcontext()
 
 
-def _process(server: KubeApiServer) -> OwnedProcess:
-    assert server.process is not None
-    return server.process
-
-
-def _cluster(server: KubeApiServer) -> Cluster:
+def server_cluster(
+    server: KubeApiServer,
+    control: ApiServerControl,
+    *,
+    name: str | None = None,
+    kubeconfig: Path | None = None,
+) -> Cluster:
+    """``server`` as cluster ``name`` (default: the server's), its admin kubeconfig at
+    ``kubeconfig`` (default: the server's own)."""
     files = server.files
     assert files is not None
     return Cluster(
-        name=server.name,
+        name=name or server.name,
         server=server.url,
-        kubeconfig=files.kubeconfig,
+        kubeconfig=kubeconfig or files.kubeconfig,
         ca_file=files.ca_file,
         client_cert_file=files.client_cert_file,
         client_key_file=files.client_key_file,
-        process=_process(server).record,
-        kubeconfig_embedded=server.kubeconfig_text(embed=True),
-        control=ApiServerControl(server),
+        process=server.records[-1],
+        kubeconfig_embedded=server.kubeconfig_text(embed=True, name=name),
+        control=control,
     )
 
 

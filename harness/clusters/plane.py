@@ -3,8 +3,8 @@
 A :class:`ClusterBackend` turns names into a running :class:`Environment` for the duration
 of an ``async with``. The ``local`` backend (:class:`LocalBackend`) is one shared etcd plus
 one kube-apiserver per name, each under its own etcd prefix: a real API server per cluster,
-no containers, a couple of seconds to start. Other backends (kind, existing kubeconfigs)
-can implement the same protocol later.
+no containers, a couple of seconds to start (the kind and kubeconfig backends implement
+the same protocol).
 
 Start-up is composed with :class:`~contextlib.AsyncExitStack`: etcd first, then all API
 servers concurrently; if any fails, the ones already running and etcd are stopped before
@@ -41,6 +41,7 @@ from kubernetes_asyncio.config import new_client_from_config
 from rich.console import Console
 from rich.markup import escape
 
+from harness.aio import gather_all
 from harness.clusters import procfs
 from harness.clusters.apiserver import ApiServerOptions, KubeApiServer
 from harness.clusters.binaries import Binaries, ensure_binaries
@@ -336,15 +337,12 @@ async def _enter_concurrently(stack: AsyncExitStack, servers: Sequence[KubeApiSe
         await server.__aenter__()
         entered.append(server)
 
-    async def exit_all() -> None:
-        results = await asyncio.gather(
-            *(s.__aexit__(None, None, None) for s in reversed(entered)), return_exceptions=True
+    stack.push_async_callback(
+        lambda: gather_all(
+            [s.close() for s in reversed(entered)],
+            lambda errors: ClusterError(f"{len(errors)} API servers failed to stop: {errors}"),
         )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
-
-    stack.push_async_callback(exit_all)
+    )
     try:
         async with asyncio.TaskGroup() as group:
             for server in servers:

@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from harness.aio import gather_all
 from harness.clusters.apiserver import CRDS_PATH, KubeApiServer
 from harness.clusters.binaries import Binaries
 from harness.clusters.etcd import Etcd
@@ -237,17 +238,17 @@ class ClusterPool:
 
     async def _close(self) -> None:
         self._idle.clear()
-        results = await asyncio.gather(
-            *(p.server.close() for p in self._servers), return_exceptions=True
-        )
-        self._servers.clear()
-        if self._etcd is not None:
-            await self._etcd.close()
-        if self._session is not None:
-            await self._session.close()
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
+        servers, self._servers = self._servers, []
+        try:
+            await gather_all(
+                (p.server.close() for p in servers),
+                lambda errors: ClusterError(f"{len(errors)} pooled API servers failed to stop"),
+            )
+        finally:
+            if self._etcd is not None:
+                await self._etcd.close()
+            if self._session is not None:
+                await self._session.close()
 
     # -- from any thread but the pool's -------------------------------------------
 

@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 
 from harness.clusters import ports
-from harness.clusters.certs import CertificateAuthority, service_account_key_pair
+from harness.clusters.certs import create_ca, issue, service_account_key_pair
 from harness.clusters.contexts import render_kubeconfig
 from harness.clusters.incarnations import Incarnations
 from harness.clusters.probes import http_get
@@ -154,17 +154,18 @@ def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
             "sa_key": "service-account.key",
         }.items()
     }
-    serving_ca = CertificateAuthority.create(f"{name}-serving-ca")
+    serving_ca = create_ca(f"{name}-serving-ca")
     paths["serving_ca"].write_bytes(serving_ca.cert_pem)
-    serving_ca.issue(
+    issue(
+        serving_ca,
         "kube-apiserver",
         dns_names=["localhost", "kubernetes", "kubernetes.default"],
         ip_addresses=[ports.LOOPBACK],
         server=True,
     ).write(paths["serving_cert"], paths["serving_key"])
-    client_ca = CertificateAuthority.create(f"{name}-client-ca")
+    client_ca = create_ca(f"{name}-client-ca")
     paths["client_ca"].write_bytes(client_ca.cert_pem)
-    client_ca.issue("admin", organizations=["system:masters"], client=True).write(
+    issue(client_ca, "admin", organizations=["system:masters"], client=True).write(
         paths["admin_cert"], paths["admin_key"]
     )
     service_account_key_pair().write(paths["sa_pub"], paths["sa_key"])

@@ -8,11 +8,6 @@ certificates, keys, kubeconfigs — lives in a temporary directory it creates an
 It is ready when ``/readyz`` answers ``ok`` to the admin user *and* namespace ``default``
 exists (created by a post-start hook slightly after ``/readyz`` can pass), which is the
 first moment a test can create namespaced objects.
-
-Fault scenarios take a running API server away and bring it back: :meth:`KubeApiServer.stop`
-(SIGTERM), :meth:`~KubeApiServer.kill` (SIGKILL) and :meth:`~KubeApiServer.start` (same
-port, certificates and etcd prefix, so clients and kubeconfigs stay valid and the objects
-in etcd survive).
 """
 
 from __future__ import annotations

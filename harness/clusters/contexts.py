@@ -55,6 +55,12 @@ def _named(doc: Mapping[str, Any], section: str, name: str, path: str) -> Mappin
     raise KubeconfigError(f"{path}: no {section[:-1]} named {name!r} (have: {have})")
 
 
+def _resolve(file: object, base: Path | None) -> Path:
+    """A path from a kubeconfig: relative ones are relative to its directory (as kubectl)."""
+    path = Path(str(file)).expanduser()
+    return base / path if base is not None and not path.is_absolute() else path
+
+
 def _data(
     entry: Mapping[str, Any], key: str, base: Path | None, path: str, what: str
 ) -> bytes | None:
@@ -68,9 +74,7 @@ def _data(
     file = entry.get(key)
     if not file:
         return None
-    file_path = Path(str(file)).expanduser()
-    if not file_path.is_absolute() and base is not None:
-        file_path = base / file_path
+    file_path = _resolve(file, base)
     try:
         return file_path.read_bytes()
     except OSError as exc:
@@ -135,9 +139,7 @@ def _token(user: Mapping[str, Any], base: Path | None, path: str) -> str | None:
     token = user.get("token")
     token_file = user.get("tokenFile")
     if not token and token_file:
-        token_path = Path(str(token_file)).expanduser()
-        if not token_path.is_absolute() and base is not None:
-            token_path = base / token_path
+        token_path = _resolve(token_file, base)
         try:
             token = token_path.read_text(encoding="utf-8").strip()
         except OSError as exc:

@@ -32,7 +32,7 @@ from contextlib import (
     asynccontextmanager,
     nullcontext,
 )
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -227,7 +227,6 @@ class LocalBackend:
         *,
         log_dir: Path | None = None,
         ready_timeout: float = 60.0,
-        options: ApiServerOptions = ApiServerOptions(),  # noqa: B008 - frozen, shared safely
         extra_args: Mapping[str, Sequence[str]] | None = None,
         crds: Mapping[str, Sequence[Path]] | None = None,
         console: Console | None = None,
@@ -241,7 +240,6 @@ class LocalBackend:
         self.binaries = binaries
         self.log_dir = log_dir
         self.ready_timeout = ready_timeout
-        self.options = options
         self.extra_args = dict(extra_args or {})
         self.crds = crd_documents(crds)
         self.console = console or make_console()
@@ -269,7 +267,7 @@ class LocalBackend:
                         etcd_url=etcd.client_url,
                         log_path=log_dir / f"kube-apiserver-{name}.log",
                         ready_timeout=self.ready_timeout,
-                        options=self._options_for(name),
+                        options=ApiServerOptions(extra_args=tuple(self.extra_args.get(name, ()))),
                         crds=self.crds.get(name, ()),
                     )
                     for name in names
@@ -287,12 +285,6 @@ class LocalBackend:
             if interactive(self.console):
                 self.console.print(escape(env.summary()))
             yield env
-
-    def _options_for(self, name: str) -> ApiServerOptions:
-        extra = tuple(self.extra_args.get(name, ()))
-        if not extra:
-            return self.options
-        return replace(self.options, extra_args=self.options.extra_args + extra)
 
     def _status(self, text: str) -> AbstractContextManager[object]:
         """A spinner at a terminal; nothing in CI or when piped."""

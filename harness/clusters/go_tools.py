@@ -78,10 +78,11 @@ def _ensure_go_tool(
     needed_for: str,
     usage_flag: str,
     console: Console | None,
+    go_hint: str = "",
 ) -> Path:
     """Build the ``main`` package of ``module_dir`` into ``target()`` unless it is there,
     cached once ``-h`` shows ``usage_flag``; the log is ``logs/<module dir name>.build.log``
-    of the cache."""
+    of the cache. ``go_hint`` ends the message when there is no Go toolchain."""
     if not (module_dir / "go.mod").is_file():
         raise BinaryUnavailable(
             f"{needed_for}, which is missing; run from a checkout of this repository"
@@ -89,8 +90,12 @@ def _ensure_go_tool(
     path = target()
 
     def build(console: Console) -> None:
+        try:
+            go = find_go(needed_for=needed_for)
+        except BinaryUnavailable as e:
+            raise BinaryUnavailable(f"{e}{go_hint}") from e
         go_build.compile_go(
-            find_go(needed_for=needed_for),
+            go,
             ["-trimpath", "-ldflags", "-s -w"],
             ".",
             target=path,
@@ -136,17 +141,13 @@ def ensure_event_load(
 ) -> Path:
     """The scale benchmark's Go load generator (``tools/event-load``), building it first if
     its sources changed (seconds: the standard library only, nothing to download)."""
-    try:
-        return _ensure_go_tool(
-            lambda: event_load_path(cache or go_build.cache_root(), module_dir),
-            module_dir=module_dir,
-            what="load generator event-load",
-            needed_for=f"the scale benchmark's load generator is built from {module_dir}",
-            usage_flag="-identities",
-            console=console,
-        )
-    except BinaryUnavailable as e:
-        raise BinaryUnavailable(
-            f"{e} Then `make binaries` (or `{sys.executable} -m harness.clusters.binaries "
-            "ensure --event-load`) builds it."
-        ) from e
+    return _ensure_go_tool(
+        lambda: event_load_path(cache or go_build.cache_root(), module_dir),
+        module_dir=module_dir,
+        what="load generator event-load",
+        needed_for=f"the scale benchmark's load generator is built from {module_dir}",
+        usage_flag="-identities",
+        console=console,
+        go_hint=f" Then `make binaries` (or `{sys.executable} -m harness.clusters.binaries "
+        "ensure --event-load`) builds it.",
+    )

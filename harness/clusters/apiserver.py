@@ -8,11 +8,6 @@ certificates, keys, kubeconfigs — lives in a temporary directory it creates an
 It is ready when ``/readyz`` answers ``ok`` to the admin user *and* namespace ``default``
 exists (created by a post-start hook slightly after ``/readyz`` can pass), which is the
 first moment a test can create namespaced objects.
-
-Fault scenarios take a running API server away and bring it back: :meth:`KubeApiServer.stop`
-(SIGTERM), :meth:`~KubeApiServer.kill` (SIGKILL) and :meth:`~KubeApiServer.start` (same
-port, certificates and etcd prefix, so clients and kubeconfigs stay valid and the objects
-in etcd survive).
 """
 
 from __future__ import annotations
@@ -29,11 +24,11 @@ from typing import Any
 
 import aiohttp
 
-from harness.aio import Service
 from harness.clusters import ports
-from harness.clusters.certs import CertificateAuthority, service_account_key_pair
-from harness.clusters.kubeconfig import render_kubeconfig
-from harness.clusters.probes import http_get, http_post
+from harness.clusters.certs import create_ca, issue, service_account_key_pair
+from harness.clusters.contexts import render_kubeconfig
+from harness.clusters.incarnations import Incarnations
+from harness.clusters.probes import http_get
 from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
 from harness.errors import ClusterError
 
@@ -154,17 +149,18 @@ def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
             "sa_key": "service-account.key",
         }.items()
     }
-    serving_ca = CertificateAuthority.create(f"{name}-serving-ca")
+    serving_ca = create_ca(f"{name}-serving-ca")
     paths["serving_ca"].write_bytes(serving_ca.cert_pem)
-    serving_ca.issue(
+    issue(
+        serving_ca,
         "kube-apiserver",
         dns_names=["localhost", "kubernetes", "kubernetes.default"],
         ip_addresses=[ports.LOOPBACK],
         server=True,
     ).write(paths["serving_cert"], paths["serving_key"])
-    client_ca = CertificateAuthority.create(f"{name}-client-ca")
+    client_ca = create_ca(f"{name}-client-ca")
     paths["client_ca"].write_bytes(client_ca.cert_pem)
-    client_ca.issue("admin", organizations=["system:masters"], client=True).write(
+    issue(client_ca, "admin", organizations=["system:masters"], client=True).write(
         paths["admin_cert"], paths["admin_key"]
     )
     service_account_key_pair().write(paths["sa_pub"], paths["sa_key"])
@@ -172,9 +168,10 @@ def _write_certificates(name: str, certs_dir: Path) -> dict[str, Path]:
 
 
 @dataclass(eq=False)
-class KubeApiServer(Service):
+class KubeApiServer(Incarnations):
     """A kube-apiserver for cluster ``name`` backed by ``etcd_url``; use as ``async with``."""
 
+    error = ClusterError
     binary: Path
     _: KW_ONLY
     name: str
@@ -193,9 +190,6 @@ class KubeApiServer(Service):
     meanwhile."""
     workdir: Path | None = field(default=None, init=False)
     files: ApiServerFiles | None = field(default=None, init=False)
-    process: OwnedProcess | None = field(default=None, init=False)
-    url: str = field(default="", init=False)
-    port: int = field(default=0, init=False)
     records: list[ProcessRecord] = field(default_factory=list, init=False)
     """One record per incarnation (restarts included), oldest first."""
     service_cluster_ip_range: str = field(default_factory=loopback_service_range, init=False)
@@ -204,6 +198,19 @@ class KubeApiServer(Service):
 
     def __post_init__(self) -> None:
         self.crds = tuple(self.crds)
+
+    @property
+    def port(self) -> int:
+        return self._ports[0] if self._ports else 0
+
+    @property
+    def url(self) -> str:
+        return f"https://{ports.LOOPBACK}:{self.port}" if self._ports else ""
+
+    @property
+    def process(self) -> OwnedProcess | None:
+        """The current incarnation (None before the first start)."""
+        return self._process
 
     def argv(self, port: int) -> list[str]:
         c = self._certs
@@ -242,50 +249,32 @@ class KubeApiServer(Service):
         same server again — same port, certificates and etcd prefix, so clients and
         kubeconfigs stay valid. Returns once it is ready (``/readyz`` ok and namespace
         ``default`` readable)."""
-        if self.running:
-            raise ClusterError(f"kube-apiserver[{self.name}] is already running")
-        if self.port:
+        if self.workdir is None:
+            workdir = Path(tempfile.mkdtemp(prefix=f"watcher-harness-{self.name}-"))
+            self.stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+            self.workdir = workdir
+            (workdir / "certs").mkdir()
+            self._certs = _write_certificates(self.name, workdir / "certs")
+            self.files = ApiServerFiles(
+                ca_file=self._certs["serving_ca"],
+                client_cert_file=self._certs["admin_cert"],
+                client_key_file=self._certs["admin_key"],
+                kubeconfig=workdir / "kubeconfig",
+            )
+        first = not self._ports
+        await super().start()
+        if first:
             assert self.files is not None
-            async with aiohttp.ClientSession() as session:
-                process = self._process(_ready_probe(session, self.url, self.files.ssl_context()))
-                self.process = process
-                self.records.append(process.record)
-                await process.start()  # stops the process again if it never gets ready
-            return
-        await self._start_first()
-        assert self.files is not None
-        self.files.kubeconfig.write_text(self.kubeconfig_text(embed=False))
+            self.files.kubeconfig.write_text(self.kubeconfig_text(embed=False))
 
-    async def _start_first(self) -> None:
-        workdir = Path(tempfile.mkdtemp(prefix=f"watcher-harness-{self.name}-"))
-        self.stack.callback(shutil.rmtree, workdir, ignore_errors=True)
-        self.workdir = workdir
-        (workdir / "certs").mkdir()
-        self._certs = _write_certificates(self.name, workdir / "certs")
-        files = self.files = ApiServerFiles(
-            ca_file=self._certs["serving_ca"],
-            client_cert_file=self._certs["admin_cert"],
-            client_key_file=self._certs["admin_key"],
-            kubeconfig=workdir / "kubeconfig",
-        )
-        async with aiohttp.ClientSession() as session:  # only for the readiness probe
+    def _fresh_ports(self) -> tuple[int]:
+        return (ports.free_port(),)
 
-            async def on_free_port() -> None:
-                self.port = ports.free_port()
-                self.url = f"https://{ports.LOOPBACK}:{self.port}"
-                probe = _ready_probe(session, self.url, files.ssl_context(), crds=self.crds)
-                process = self._process(probe)
-                self.process = await self.stack.enter_async_context(process)
-                self.records.append(process.record)
-
-            try:
-                await ports.start_on_free_ports(on_free_port)
-            except BaseException:
-                self.port, self.url = 0, ""
-                raise
-
-    def _process(self, probe: Probe) -> OwnedProcess:
-        return OwnedProcess(
+    async def _run(self) -> None:
+        assert self.files is not None and self._session is not None
+        crds = () if self.records else self.crds  # a restart finds them in etcd
+        probe = _ready_probe(self._session, self.url, self.files.ssl_context(), crds=crds)
+        process = OwnedProcess(
             f"kube-apiserver[{self.name}]",
             self.argv(self.port),
             log_path=self.log_path,
@@ -294,12 +283,11 @@ class KubeApiServer(Service):
             stop_timeout=self.stop_timeout,
             env=self.options.environ(),
         )
+        self._process = process
+        self.records.append(process.record)
+        await process.start()  # stops the process again if it never gets ready
 
     # -- fault injection: the same server goes away and comes back --------------------
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.running
 
     async def close(self) -> None:
         """Teardown: kill the current incarnation (reported as SIGKILL, exit -9), then
@@ -311,7 +299,7 @@ class KubeApiServer(Service):
         exiting; every environment paid that at its end. :meth:`stop` (fault scenarios)
         still shuts down gracefully."""
         try:
-            if self.process is not None:
+            if self._process is not None:
                 await self.kill()
         finally:
             await self._unwind()
@@ -325,13 +313,9 @@ class KubeApiServer(Service):
         return await self._started().kill()
 
     def _started(self) -> OwnedProcess:
-        if self.process is None:
+        if self._process is None:
             raise ClusterError(f"kube-apiserver[{self.name}] was never started")
-        return self.process
-
-    async def restart(self) -> None:
-        await self.stop()
-        await self.start()
+        return self._process
 
     def kubeconfig_text(self, *, embed: bool, name: str | None = None) -> str:
         """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data;
@@ -363,7 +347,9 @@ def _ready_probe(
 
     async def probe() -> bool:
         while pending:
-            status, body = await http_post(session, f"{url}{CRDS_PATH}", pending[0], ssl_context)
+            status, body = await http_get(
+                session, f"{url}{CRDS_PATH}", ssl_context=ssl_context, post=pending[0]
+            )
             if status not in (201, 409):  # 409: there from an earlier start (same etcd)
                 raise NotReady(f"CRD {pending[0]['metadata']['name']}: {status} {body[-200:]!r}")
             pending.pop(0)

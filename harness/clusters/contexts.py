@@ -7,7 +7,8 @@ directory as kubectl does; :func:`single_context_kubeconfig` writes it back as a
 one-context document with everything embedded, so the harness never depends on the
 user's file staying put; :func:`find_context` looks through several files as ``KUBECONFIG``
 does; :func:`merged_kubeconfig` joins several clusters into one file
-with a context per cluster (what ``make e2e-kubeconfig`` hands to the backend).
+with a context per cluster (what ``make e2e-kubeconfig`` hands to the backend);
+:func:`render_kubeconfig` writes a local cluster's admin kubeconfig.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ def _named(doc: Mapping[str, Any], section: str, name: str, path: str) -> Mappin
     raise KubeconfigError(f"{path}: no {section[:-1]} named {name!r} (have: {have})")
 
 
+def _resolve(file: object, base: Path | None) -> Path:
+    """A path from a kubeconfig: relative ones are relative to its directory (as kubectl)."""
+    path = Path(str(file)).expanduser()
+    return base / path if base is not None and not path.is_absolute() else path
+
+
 def _data(
     entry: Mapping[str, Any], key: str, base: Path | None, path: str, what: str
 ) -> bytes | None:
@@ -67,9 +74,7 @@ def _data(
     file = entry.get(key)
     if not file:
         return None
-    file_path = Path(str(file)).expanduser()
-    if not file_path.is_absolute() and base is not None:
-        file_path = base / file_path
+    file_path = _resolve(file, base)
     try:
         return file_path.read_bytes()
     except OSError as exc:
@@ -134,9 +139,7 @@ def _token(user: Mapping[str, Any], base: Path | None, path: str) -> str | None:
     token = user.get("token")
     token_file = user.get("tokenFile")
     if not token and token_file:
-        token_path = Path(str(token_file)).expanduser()
-        if not token_path.is_absolute() and base is not None:
-            token_path = base / token_path
+        token_path = _resolve(token_file, base)
         try:
             token = token_path.read_text(encoding="utf-8").strip()
         except OSError as exc:
@@ -174,7 +177,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _entries(name: str, access: ContextAccess) -> tuple[dict[str, Any], dict[str, Any]]:
+def _entries(access: ContextAccess) -> tuple[dict[str, Any], dict[str, Any]]:
     cluster: dict[str, Any] = {"server": access.server}
     if access.ca_pem is not None:
         cluster["certificate-authority-data"] = _b64(access.ca_pem)
@@ -191,20 +194,45 @@ def _entries(name: str, access: ContextAccess) -> tuple[dict[str, Any], dict[str
     return cluster, user
 
 
-def merged_kubeconfig(clusters: Mapping[str, ContextAccess], current: str | None = None) -> str:
-    """One kubeconfig, a context per entry named by its key, everything embedded."""
+def _document(entries: Mapping[str, tuple[dict[str, Any], dict[str, Any]]], current: str) -> str:
+    """A kubeconfig with a cluster, a user and a context per entry, all named by its key."""
     doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": []}
     doc["contexts"] = []
-    for name, access in clusters.items():
-        cluster, user = _entries(name, access)
+    for name, (cluster, user) in entries.items():
         doc["clusters"].append({"name": name, "cluster": cluster})
         doc["users"].append({"name": name, "user": user})
         doc["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
-    doc["current-context"] = current or next(iter(clusters), "")
+    doc["current-context"] = current
     doc["preferences"] = {}
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def merged_kubeconfig(clusters: Mapping[str, ContextAccess], current: str | None = None) -> str:
+    """One kubeconfig, a context per entry named by its key, everything embedded."""
+    entries = {name: _entries(access) for name, access in clusters.items()}
+    return _document(entries, current or next(iter(clusters), ""))
 
 
 def single_context_kubeconfig(name: str, access: ContextAccess) -> str:
     """``access`` as a self-contained kubeconfig whose only (current) context is ``name``."""
     return merged_kubeconfig({name: access}, current=name)
+
+
+def render_kubeconfig(
+    name: str,
+    server: str,
+    *,
+    ca_file: Path,
+    client_cert_file: Path,
+    client_key_file: Path,
+    embed: bool = False,
+) -> str:
+    """A cluster's admin kubeconfig referring to certificate files (what the harness loads
+    itself: loading embedded data makes kubernetes_asyncio write temporary files that live
+    until exit), or (``embed``) self-contained, for another process or a Secret."""
+    if embed:
+        ca, cert, key = (p.read_bytes() for p in (ca_file, client_cert_file, client_key_file))
+        return single_context_kubeconfig(name, ContextAccess(name, server, ca, cert, key))
+    cluster = {"server": server, "certificate-authority": str(ca_file)}
+    user = {"client-certificate": str(client_cert_file), "client-key": str(client_key_file)}
+    return _document({name: (cluster, user)}, name)

@@ -67,7 +67,8 @@ def required_version(go_mod: Path, module: str) -> str:
 
 @contextlib.contextmanager
 def _exclusive_lock(path: Path, console: Console, what: str) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path``; say so when we have to wait for it."""
+    """Hold an exclusive ``flock`` on ``path`` (released when the file closes); say so when
+    we have to wait for it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         try:
@@ -75,10 +76,7 @@ def _exclusive_lock(path: Path, console: Console, what: str) -> Iterator[None]:
         except BlockingIOError:
             console.print(escape(f"waiting for another process building {what} (lock {path})"))
             fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+        yield
 
 
 def build_once(target: Path, build: Callable[[Console], object], console: Console | None) -> Path:

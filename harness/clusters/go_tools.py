@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -57,14 +58,6 @@ def event_load_path(cache: Path, module_dir: Path = EVENT_LOAD_DIR) -> Path:
     return cache / "bin" / f"event-load-{go_build.sources_digest(module_dir, EVENT_LOAD_SOURCES)}"
 
 
-def _require_module(module_dir: Path, what: str) -> None:
-    if not (module_dir / "go.mod").is_file():
-        raise BinaryUnavailable(
-            f"{what} is built from {module_dir}, which is missing; run from a "
-            "checkout of this repository"
-        )
-
-
 def _verify_runs(binary: Path, flag: str) -> None:
     """``-h`` prints the flags (``flag`` among them) and exits 0 (Go's flag package) when
     the binary runs here."""
@@ -77,33 +70,43 @@ def _verify_runs(binary: Path, flag: str) -> None:
         )
 
 
-def _build_go_tool(
-    target: Path,
+def _ensure_go_tool(
+    target: Callable[[], Path],
     *,
     module_dir: Path,
     what: str,
     needed_for: str,
     usage_flag: str,
     console: Console | None,
-) -> None:
-    """Build the ``main`` package of ``module_dir`` into ``target`` unless it is there,
+    go_hint: str = "",
+) -> Path:
+    """Build the ``main`` package of ``module_dir`` into ``target()`` unless it is there,
     cached once ``-h`` shows ``usage_flag``; the log is ``logs/<module dir name>.build.log``
-    of the cache."""
+    of the cache. ``go_hint`` ends the message when there is no Go toolchain."""
+    if not (module_dir / "go.mod").is_file():
+        raise BinaryUnavailable(
+            f"{needed_for}, which is missing; run from a checkout of this repository"
+        )
+    path = target()
 
     def build(console: Console) -> None:
+        try:
+            go = find_go(needed_for=needed_for)
+        except BinaryUnavailable as e:
+            raise BinaryUnavailable(f"{e}{go_hint}") from e
         go_build.compile_go(
-            find_go(needed_for=needed_for),
+            go,
             ["-trimpath", "-ldflags", "-s -w"],
             ".",
-            target=target,
+            target=path,
             module_dir=module_dir,
-            log_path=go_build.build_log(target, module_dir.name),
+            log_path=go_build.build_log(path, module_dir.name),
             what=what,
             check=lambda binary: _verify_runs(binary, usage_flag),
             console=console,
         )
 
-    go_build.build_once(target, build, console)
+    return go_build.build_once(path, build, console)
 
 
 def ensure_upstream_listener(
@@ -115,10 +118,12 @@ def ensure_upstream_listener(
     """Upstream's Go listener program, building it first if its sources changed (~1 min
     the first time, module download included)."""
     version = versions.UPSTREAM_LISTENER_VERSION
-    _require_module(module_dir, "upstream's listener")
-    check_upstream_listener_go_mod(module_dir / "go.mod", version)
-    target = upstream_listener_path(cache or go_build.cache_root(), module_dir, version)
-    _build_go_tool(
+
+    def target() -> Path:
+        check_upstream_listener_go_mod(module_dir / "go.mod", version)
+        return upstream_listener_path(cache or go_build.cache_root(), module_dir, version)
+
+    return _ensure_go_tool(
         target,
         module_dir=module_dir,
         what=f"upstream listener {version}",
@@ -126,7 +131,6 @@ def ensure_upstream_listener(
         usage_flag="-component",
         console=console,
     )
-    return target
 
 
 def ensure_event_load(
@@ -136,23 +140,14 @@ def ensure_event_load(
     console: Console | None = None,
 ) -> Path:
     """The scale benchmark's Go load generator (``tools/event-load``), building it first if
-    its sources changed (seconds: the standard library only, nothing to download).
-
-    Without a Go toolchain: :class:`BinaryUnavailable` saying how to get one."""
-    _require_module(module_dir, "the load generator")
-    target = event_load_path(cache or go_build.cache_root(), module_dir)
-    try:
-        _build_go_tool(
-            target,
-            module_dir=module_dir,
-            what="load generator event-load",
-            needed_for=f"the scale benchmark's load generator is built from {module_dir}",
-            usage_flag="-identities",
-            console=console,
-        )
-    except BinaryUnavailable as e:
-        raise BinaryUnavailable(
-            f"{e} Then `make binaries` (or `{sys.executable} -m harness.clusters.binaries "
-            "ensure --event-load`) builds it."
-        ) from e
-    return target
+    its sources changed (seconds: the standard library only, nothing to download)."""
+    return _ensure_go_tool(
+        lambda: event_load_path(cache or go_build.cache_root(), module_dir),
+        module_dir=module_dir,
+        what="load generator event-load",
+        needed_for=f"the scale benchmark's load generator is built from {module_dir}",
+        usage_flag="-identities",
+        console=console,
+        go_hint=f" Then `make binaries` (or `{sys.executable} -m harness.clusters.binaries "
+        "ensure --event-load`) builds it.",
+    )

@@ -1,5 +1,5 @@
 """One program run again and again on the same ports: the owners fault scenarios stop,
-kill and start (the listener, KLM and webhook processes), each run an
+kill and start (the API servers, the listener, KLM and webhook processes), each run an
 :class:`~harness.clusters.process.OwnedProcess`."""
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """The ``kind`` backend: a kind cluster (Kubernetes in Docker) per KCP and SKR.
 
-``start(names)`` checks that the ``kind`` CLI is on ``PATH`` and a Docker engine answers
-(``docker info``) — otherwise :class:`KindUnavailable` with one line saying what to
-install —, writes a kind ``Config`` per cluster (:func:`kind_config`; the KCP's node maps
-the gateway's NodePort to a host port, :data:`GATEWAY_NODE_PORT` → ``gateway_host_port``),
-creates the clusters (``kind create cluster --name wh-<run>-<name> --config ...
---kubeconfig ...``), loads the webhook image into every SKR (``kind load docker-image``)
+``start(names)`` checks for the ``kind`` CLI and a Docker engine first
+(:class:`KindUnavailable` says what to install), creates one cluster per name (the KCP's
+node maps the gateway's NodePort to a host port), loads the webhook image into every SKR
 and hands the clusters on as the ``kubeconfig`` backend would: through the kubeconfig
-files kind wrote, nothing else. Leaving deletes every cluster it created (also the ones a
-failed start left half-made).
+files kind wrote. Leaving deletes every cluster it created, half-made ones too.
 
 Every command goes through a :class:`CommandRunner`; tests fake it and check the exact
 command lines (:class:`KindCommands`), since these machines have no Docker engine.
 
-The API servers in kind nodes reach this host at the kind network's gateway address
-(:meth:`KindBackend.host_address`, from ``docker network inspect kind``); it is the
-default host address, so the host-run webhook binds it and the url clientConfig names it.
-With ``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster`` the webhook runs from the image behind a
+API servers in kind nodes reach this host at the kind network's gateway address
+(:meth:`KindBackend.host_address`), the default host address; with
+``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster`` the webhook runs from the image behind a
 *service* clientConfig instead (``harness.skr.in_cluster``).
 """
 

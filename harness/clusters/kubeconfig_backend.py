@@ -1,20 +1,14 @@
 """The ``kubeconfig`` backend: clusters that exist already, known only by kubeconfig contexts.
 
-:class:`KubeconfigBackend` gets nothing but :class:`~harness.clusters.selection.ClusterTarget`
-values (kubeconfig file paths and context names). ``start(names)`` reads each cluster's
-context (:mod:`harness.clusters.contexts`), writes a self-contained copy with the
-certificates as files into a temporary directory (how the rest of the harness logs in,
-exactly as for a ``local`` cluster), checks that every API server answers, and notes
-what exists (:mod:`harness.clusters.ownership`) and creates the namespaces the harness
-installs into. Leaving the ``async with`` — also after a failure — deletes what the run
-created in every cluster and the temporary directory.
+The harness logs in to them exactly as to a ``local`` cluster: through a self-contained
+copy of each context (certificates as files, in a temporary directory), never the user's
+file. They existed before and stay after, so what the run created is noted and removed
+(:mod:`harness.clusters.ownership`), also after a failure.
 
-No process is started or owned: :attr:`Cluster.control` is None, so faults that stop or
-kill an API server are refused with a message naming this backend. The webhook and the
-gateway run on the harness host (the SKR API servers call the webhook at a ``url``
-client config): the API servers must be able to reach this host's address
-(``WATCHER_HARNESS_HOST_ADDRESS``) — or the webhook runs in-cluster
-(``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster``, ``harness.skr.in_cluster``).
+No process is owned: :attr:`Cluster.control` is None, so faults that stop or kill an API
+server are refused naming this backend. The SKR API servers call the host-run webhook,
+so they must reach this host's address (``WATCHER_HARNESS_HOST_ADDRESS``) — or the
+webhook runs in-cluster (``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster``).
 """
 
 from __future__ import annotations
@@ -33,9 +27,9 @@ from harness.clusters.contexts import (
     ContextAccess,
     KubeconfigError,
     find_context,
+    render_kubeconfig,
     single_context_kubeconfig,
 )
-from harness.clusters.kubeconfig import render_kubeconfig
 from harness.clusters.ownership import Ownership
 from harness.clusters.plane import Cluster, Environment, validate_cluster_names
 from harness.clusters.selection import ClusterTarget

@@ -29,39 +29,9 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
+from harness import kube
 from harness.errors import ClusterError
-from harness.kube import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CONFIG_MAPS,
-    CRDS,
-    DEPLOYMENTS,
-    GATEWAYS,
-    KYMAS,
-    MANIFESTS,
-    MODULE_RELEASE_METAS,
-    MODULE_TEMPLATES,
-    MUTATING_WEBHOOK_CONFIGURATIONS,
-    NAMESPACES,
-    NETWORK_POLICIES,
-    PRIORITY_CLASSES,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    SERVICES,
-    VALIDATING_WEBHOOK_CONFIGURATIONS,
-    VIRTUAL_SERVICES,
-    WATCHERS,
-    Conflict,
-    KubeError,
-    NotFound,
-    Resource,
-    get,
-    list_objects,
-    merge_patch,
-    request,
-)
+from harness.kube import Resource
 
 logger = logging.getLogger("harness.clusters.ownership")
 
@@ -71,30 +41,30 @@ RUN_LABEL = "watcher-harness.kyma-project.io/run"
 """Same key as :data:`harness.scenario.names.RUN_LABEL`."""
 
 CLUSTER_SCOPED: tuple[Resource, ...] = (
-    VALIDATING_WEBHOOK_CONFIGURATIONS,
-    MUTATING_WEBHOOK_CONFIGURATIONS,
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    PRIORITY_CLASSES,  # the in-cluster webhook's skr-webhook-priority
+    kube.VALIDATING_WEBHOOK_CONFIGURATIONS,
+    kube.MUTATING_WEBHOOK_CONFIGURATIONS,
+    kube.CLUSTER_ROLE_BINDINGS,
+    kube.CLUSTER_ROLES,
+    kube.PRIORITY_CLASSES,  # the in-cluster webhook's skr-webhook-priority
 )
 """Cluster-scoped kinds the harness or its manifests create (besides namespaces and CRDs)."""
 
 NAMESPACED: tuple[Resource, ...] = (
-    WATCHERS,
-    KYMAS,
-    MANIFESTS,
-    MODULE_TEMPLATES,
-    MODULE_RELEASE_METAS,
-    VIRTUAL_SERVICES,
-    GATEWAYS,
-    DEPLOYMENTS,
-    SERVICES,
-    NETWORK_POLICIES,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
-    SECRETS,
-    CONFIG_MAPS,
+    kube.WATCHERS,
+    kube.KYMAS,
+    kube.MANIFESTS,
+    kube.MODULE_TEMPLATES,
+    kube.MODULE_RELEASE_METAS,
+    kube.VIRTUAL_SERVICES,
+    kube.GATEWAYS,
+    kube.DEPLOYMENTS,
+    kube.SERVICES,
+    kube.NETWORK_POLICIES,
+    kube.ROLE_BINDINGS,
+    kube.ROLES,
+    kube.SERVICE_ACCOUNTS,
+    kube.SECRETS,
+    kube.CONFIG_MAPS,
 )
 """Namespaced kinds the harness, its manifests and the scenario library write."""
 
@@ -143,8 +113,8 @@ async def inventory(api: ApiClient, resources: Iterable[Resource]) -> Inventory:
     out = Inventory()
     for resource in resources:
         try:
-            items, _ = await list_objects(api, resource)
-        except NotFound:
+            items, _ = await kube.list_objects(api, resource)
+        except kube.NotFound:
             continue  # e.g. no Kyma CRD (yet)
         out.objects[resource] = {
             str(i["metadata"]["uid"]): Entry(
@@ -157,7 +127,7 @@ async def inventory(api: ApiClient, resources: Iterable[Resource]) -> Inventory:
     return out
 
 
-ALL_KINDS = (NAMESPACES, CRDS, *CLUSTER_SCOPED, *NAMESPACED)
+ALL_KINDS = (kube.NAMESPACES, kube.CRDS, *CLUSTER_SCOPED, *NAMESPACED)
 
 
 @dataclass
@@ -188,8 +158,8 @@ class Ownership:
                 "metadata": {"name": name, "labels": ownership_labels(self.run_id)},
             }
             try:
-                await request(self.api, "POST", NAMESPACES.path(), body=body)
-            except Conflict:
+                await kube.request(self.api, "POST", kube.NAMESPACES.path(), body=body)
+            except kube.Conflict:
                 logger.info(
                     "%s: namespace %s exists; the run leaves it in place", self.cluster, name
                 )
@@ -203,15 +173,15 @@ class Ownership:
         for resource in (*NAMESPACED, *CLUSTER_SCOPED):
             for uid, entry in created.get(resource, {}).items():
                 await self._delete(resource, uid, entry, problems)
-        namespaces = created.get(NAMESPACES, {})
+        namespaces = created.get(kube.NAMESPACES, {})
         for uid, entry in namespaces.items():
             await self._label(entry.name)
-            await self._delete(NAMESPACES, uid, entry, problems)
-        crds = created.get(CRDS, {})
+            await self._delete(kube.NAMESPACES, uid, entry, problems)
+        crds = created.get(kube.CRDS, {})
         for uid, entry in crds.items():
-            await self._delete(CRDS, uid, entry, problems)
-        await self._wait_gone(CRDS, [e.name for e in crds.values()], problems)
-        await self._wait_namespaces([e.name for e in namespaces.values()], problems)
+            await self._delete(kube.CRDS, uid, entry, problems)
+        await self._wait_gone(kube.CRDS, [e.name for e in crds.values()], problems)
+        await self._wait_gone(kube.NAMESPACES, [e.name for e in namespaces.values()], problems)
         if problems:
             raise ClusterError(
                 f"cluster {self.cluster}: could not remove everything the run created: "
@@ -222,8 +192,8 @@ class Ownership:
         """Mark a namespace the run created (for anyone finding it half-deleted)."""
         patch = {"metadata": {"labels": ownership_labels(self.run_id)}}
         try:
-            await merge_patch(self.api, NAMESPACES, namespace, None, patch)
-        except KubeError as exc:
+            await kube.merge_patch(self.api, kube.NAMESPACES, namespace, None, patch)
+        except kube.KubeError as exc:
             logger.debug("cannot label namespace %s: %s", namespace, exc)
 
     async def _delete(
@@ -233,39 +203,36 @@ class Ownership:
         path = resource.path(namespace or None, name)
         what = f"{resource.kind} {namespace + '/' if namespace else ''}{name}"
         try:
-            current = await get(self.api, resource, name, namespace or None)
+            current = await kube.get(self.api, resource, name, namespace or None)
             if current is None or current["metadata"].get("uid") != uid:
                 return
-            if current["metadata"].get("finalizers") and resource not in (NAMESPACES, CRDS):
+            if current["metadata"].get("finalizers") and resource not in (
+                kube.NAMESPACES,
+                kube.CRDS,
+            ):
                 # the run's controllers (which put them there) have stopped
                 patch = {"metadata": {"finalizers": None, "uid": uid}}
-                await merge_patch(self.api, resource, name, namespace or None, patch)
+                await kube.merge_patch(self.api, resource, name, namespace or None, patch)
             body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
-            await request(self.api, "DELETE", path, body=body)
+            await kube.request(self.api, "DELETE", path, body=body)
             self.deleted.append(what)
-        except NotFound:
+        except kube.NotFound:
             return
-        except KubeError as exc:
+        except kube.KubeError as exc:
             problems.append(f"{what}: {exc}")
 
     async def _wait_gone(self, resource: Resource, names: list[str], problems: list[str]) -> None:
-        deadline = time.monotonic() + self.timeout
-        for name in names:
-            while await get(self.api, resource, name) is not None:
-                if time.monotonic() > deadline:
-                    problems.append(f"{resource.kind} {name} still there after {self.timeout:g} s")
-                    break
-                await asyncio.sleep(0.1)
-
-    async def _wait_namespaces(self, names: list[str], problems: list[str]) -> None:
+        """Until ``names`` are gone. A namespace still without deletion conditions after
+        :attr:`namespace_grace` has no namespace controller: the harness finalizes it."""
         started = time.monotonic()
         for name in names:
-            while (ns := await get(self.api, NAMESPACES, name)) is not None:
+            while (obj := await kube.get(self.api, resource, name)) is not None:
                 waited = time.monotonic() - started
-                if waited > self.namespace_grace and not _has_deletion_conditions(ns):
-                    await self._finalize(ns)
+                grace_over = waited > self.namespace_grace and resource is kube.NAMESPACES
+                if grace_over and not _has_deletion_conditions(obj):
+                    await self._finalize(obj)
                 elif waited > self.timeout:
-                    problems.append(f"namespace {name} still terminating after {self.timeout:g} s")
+                    problems.append(f"{resource.kind} {name} still there after {self.timeout:g} s")
                     break
                 await asyncio.sleep(0.1)
 
@@ -281,8 +248,10 @@ class Ownership:
             "metadata": dict(meta),
             "spec": {"finalizers": []},
         }
-        with contextlib.suppress(NotFound):
-            await request(self.api, "PUT", NAMESPACES.path(None, name, "finalize"), body=body)
+        with contextlib.suppress(kube.NotFound):
+            await kube.request(
+                self.api, "PUT", kube.NAMESPACES.path(None, name, "finalize"), body=body
+            )
 
 
 def _has_deletion_conditions(namespace: Mapping[str, object]) -> bool:

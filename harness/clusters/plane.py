@@ -3,8 +3,8 @@
 A :class:`ClusterBackend` turns names into a running :class:`Environment` for the duration
 of an ``async with``. The ``local`` backend (:class:`LocalBackend`) is one shared etcd plus
 one kube-apiserver per name, each under its own etcd prefix: a real API server per cluster,
-no containers, a couple of seconds to start. Other backends (kind, existing kubeconfigs)
-can implement the same protocol later.
+no containers, a couple of seconds to start (the kind and kubeconfig backends implement
+the same protocol).
 
 Start-up is composed with :class:`~contextlib.AsyncExitStack`: etcd first, then all API
 servers concurrently; if any fails, the ones already running and etcd are stopped before
@@ -24,7 +24,7 @@ import shutil
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -32,26 +32,28 @@ from contextlib import (
     asynccontextmanager,
     nullcontext,
 )
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
 from rich.console import Console
 from rich.markup import escape
 
+from harness.aio import gather_all
 from harness.clusters import procfs
 from harness.clusters.apiserver import ApiServerOptions, KubeApiServer
 from harness.clusters.binaries import Binaries, ensure_binaries
 from harness.clusters.etcd import Etcd
-from harness.clusters.process import OwnedProcess, ProcessRecord
+from harness.clusters.process import ProcessRecord
 from harness.clusters.progress import format_bytes, interactive, make_console
 from harness.errors import ClusterError
 from harness.kube.crds import load_yaml_documents
 
 USER_AGENT = "watcher-harness"
 """Also the field manager the API server records for the harness's writes."""
+T = TypeVar("T")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
 
 
@@ -79,17 +81,21 @@ class ApiServerControl:
         """Every incarnation (pid, argv, exit code, stop signal), oldest first."""
         return tuple(self._server.records)
 
+    async def _run(self, call: Coroutine[Any, Any, T]) -> T:
+        """Where the server's own calls run (a pool's: on the pool's loop)."""
+        return await call
+
     async def stop(self) -> int | None:
-        return await self._server.stop()
+        return await self._run(self._server.stop())
 
     async def kill(self) -> int | None:
-        return await self._server.kill()
+        return await self._run(self._server.kill())
 
     async def start(self) -> None:
-        await self._server.start()
+        await self._run(self._server.start())
 
     async def restart(self) -> None:
-        await self._server.restart()
+        await self._run(self._server.restart())
 
 
 @dataclass(frozen=True)
@@ -221,7 +227,6 @@ class LocalBackend:
         *,
         log_dir: Path | None = None,
         ready_timeout: float = 60.0,
-        options: ApiServerOptions = ApiServerOptions(),  # noqa: B008 - frozen, shared safely
         extra_args: Mapping[str, Sequence[str]] | None = None,
         crds: Mapping[str, Sequence[Path]] | None = None,
         console: Console | None = None,
@@ -235,7 +240,6 @@ class LocalBackend:
         self.binaries = binaries
         self.log_dir = log_dir
         self.ready_timeout = ready_timeout
-        self.options = options
         self.extra_args = dict(extra_args or {})
         self.crds = crd_documents(crds)
         self.console = console or make_console()
@@ -263,7 +267,7 @@ class LocalBackend:
                         etcd_url=etcd.client_url,
                         log_path=log_dir / f"kube-apiserver-{name}.log",
                         ready_timeout=self.ready_timeout,
-                        options=self._options_for(name),
+                        options=ApiServerOptions(extra_args=tuple(self.extra_args.get(name, ()))),
                         crds=self.crds.get(name, ()),
                     )
                     for name in names
@@ -273,20 +277,14 @@ class LocalBackend:
             temp_dirs.append(etcd.data_dir)
             env = Environment(
                 backend=self.name,
-                clusters={s.name: _cluster(s) for s in servers},
-                processes=(etcd.process.record, *(_process(s).record for s in servers)),
+                clusters={s.name: server_cluster(s, ApiServerControl(s)) for s in servers},
+                processes=(etcd.process.record, *(s.records[-1] for s in servers)),
                 startup_seconds=time.monotonic() - started,
                 temp_dirs=(*temp_dirs, *(s.workdir for s in servers if s.workdir)),
             )
             if interactive(self.console):
                 self.console.print(escape(env.summary()))
             yield env
-
-    def _options_for(self, name: str) -> ApiServerOptions:
-        extra = tuple(self.extra_args.get(name, ()))
-        if not extra:
-            return self.options
-        return replace(self.options, extra_args=self.options.extra_args + extra)
 
     def _status(self, text: str) -> AbstractContextManager[object]:
         """A spinner at a terminal; nothing in CI or when piped."""
@@ -295,24 +293,27 @@ class LocalBackend:
         return nullcontext()
 
 
-def _process(server: KubeApiServer) -> OwnedProcess:
-    assert server.process is not None
-    return server.process
-
-
-def _cluster(server: KubeApiServer) -> Cluster:
+def server_cluster(
+    server: KubeApiServer,
+    control: ApiServerControl,
+    *,
+    name: str | None = None,
+    kubeconfig: Path | None = None,
+) -> Cluster:
+    """``server`` as cluster ``name`` (default: the server's), its admin kubeconfig at
+    ``kubeconfig`` (default: the server's own)."""
     files = server.files
     assert files is not None
     return Cluster(
-        name=server.name,
+        name=name or server.name,
         server=server.url,
-        kubeconfig=files.kubeconfig,
+        kubeconfig=kubeconfig or files.kubeconfig,
         ca_file=files.ca_file,
         client_cert_file=files.client_cert_file,
         client_key_file=files.client_key_file,
-        process=_process(server).record,
-        kubeconfig_embedded=server.kubeconfig_text(embed=True),
-        control=ApiServerControl(server),
+        process=server.records[-1],
+        kubeconfig_embedded=server.kubeconfig_text(embed=True, name=name),
+        control=control,
     )
 
 
@@ -328,15 +329,12 @@ async def _enter_concurrently(stack: AsyncExitStack, servers: Sequence[KubeApiSe
         await server.__aenter__()
         entered.append(server)
 
-    async def exit_all() -> None:
-        results = await asyncio.gather(
-            *(s.__aexit__(None, None, None) for s in reversed(entered)), return_exceptions=True
+    stack.push_async_callback(
+        lambda: gather_all(
+            [s.close() for s in reversed(entered)],
+            lambda errors: ClusterError(f"{len(errors)} API servers failed to stop: {errors}"),
         )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
-
-    stack.push_async_callback(exit_all)
+    )
     try:
         async with asyncio.TaskGroup() as group:
             for server in servers:

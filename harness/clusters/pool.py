@@ -45,11 +45,18 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from harness.aio import gather_all
 from harness.clusters.apiserver import CRDS_PATH, KubeApiServer
 from harness.clusters.binaries import Binaries
 from harness.clusters.etcd import Etcd
 from harness.clusters.etcd_keys import EtcdKeys, reset_plan
-from harness.clusters.plane import ApiServerControl, Cluster, Environment, validate_cluster_names
+from harness.clusters.plane import (
+    ApiServerControl,
+    Cluster,
+    Environment,
+    server_cluster,
+    validate_cluster_names,
+)
 from harness.clusters.probes import http_get
 from harness.errors import ClusterError
 from harness.kube.crds import is_established
@@ -91,17 +98,8 @@ class PooledControl(ApiServerControl):
         super().__init__(server)
         self._pool = pool
 
-    async def stop(self) -> int | None:
-        return await self._pool.call(super().stop())
-
-    async def kill(self) -> int | None:
-        return await self._pool.call(super().kill())
-
-    async def start(self) -> None:
-        await self._pool.call(super().start())
-
-    async def restart(self) -> None:
-        await self._pool.call(super().restart())
+    async def _run(self, call: Coroutine[Any, Any, T]) -> T:
+        return await self._pool.call(call)
 
 
 class ClusterPool:
@@ -240,17 +238,17 @@ class ClusterPool:
 
     async def _close(self) -> None:
         self._idle.clear()
-        results = await asyncio.gather(
-            *(p.server.close() for p in self._servers), return_exceptions=True
-        )
-        self._servers.clear()
-        if self._etcd is not None:
-            await self._etcd.close()
-        if self._session is not None:
-            await self._session.close()
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
+        servers, self._servers = self._servers, []
+        try:
+            await gather_all(
+                (p.server.close() for p in servers),
+                lambda errors: ClusterError(f"{len(errors)} pooled API servers failed to stop"),
+            )
+        finally:
+            if self._etcd is not None:
+                await self._etcd.close()
+            if self._session is not None:
+                await self._session.close()
 
     # -- from any thread but the pool's -------------------------------------------
 
@@ -338,19 +336,7 @@ class PooledBackend:
         return replace(record, log_path=self._log_path(name))
 
     def _cluster(self, name: str, server: KubeApiServer, workdir: Path) -> Cluster:
-        files = server.files
-        assert files is not None
         kubeconfig = workdir / f"kubeconfig-{name}"
-        text = {embed: server.kubeconfig_text(embed=embed, name=name) for embed in (False, True)}
-        kubeconfig.write_text(text[False], encoding="utf-8")
-        return Cluster(
-            name=name,
-            server=server.url,
-            kubeconfig=kubeconfig,
-            ca_file=files.ca_file,
-            client_cert_file=files.client_cert_file,
-            client_key_file=files.client_key_file,
-            process=server.records[-1],
-            kubeconfig_embedded=text[True],
-            control=PooledControl(server, self.pool),
-        )
+        kubeconfig.write_text(server.kubeconfig_text(embed=False, name=name), encoding="utf-8")
+        control = PooledControl(server, self.pool)
+        return server_cluster(server, control, name=name, kubeconfig=kubeconfig)

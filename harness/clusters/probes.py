@@ -19,30 +19,21 @@ from harness.clusters.process import NotReady, Probe
 
 
 async def http_get(
-    session: aiohttp.ClientSession, url: str, *, ssl_context: ssl.SSLContext | None = None
-) -> tuple[int, str]:
-    """GET ``url``; return status and body, mapping client errors to :class:`NotReady`."""
-    try:
-        async with session.get(url, ssl=ssl_context if ssl_context is not None else True) as r:
-            return r.status, await r.text()
-    except aiohttp.ClientError as e:
-        raise NotReady(f"GET {url}: {type(e).__name__}: {e}") from e
-
-
-async def http_post(
     session: aiohttp.ClientSession,
     url: str,
-    body: Mapping[str, Any],
+    *,
     ssl_context: ssl.SSLContext | None = None,
+    post: Mapping[str, Any] | None = None,
 ) -> tuple[int, str]:
-    """POST ``body`` as JSON to ``url``; status and body, client errors as :class:`NotReady`."""
+    """GET ``url`` (or POST ``post`` to it as JSON); return status and body, mapping client
+    errors to :class:`NotReady`."""
+    method = "GET" if post is None else "POST"
+    ssl_arg = ssl_context if ssl_context is not None else True
     try:
-        async with session.post(
-            url, json=body, ssl=ssl_context if ssl_context is not None else True
-        ) as r:
+        async with session.request(method, url, json=post, ssl=ssl_arg) as r:
             return r.status, await r.text()
     except aiohttp.ClientError as e:
-        raise NotReady(f"POST {url}: {type(e).__name__}: {e}") from e
+        raise NotReady(f"{method} {url}: {type(e).__name__}: {e}") from e
 
 
 def http_probe(

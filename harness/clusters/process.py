@@ -12,8 +12,8 @@ owns them. :class:`OwnedProcess` is that owner, modelled on controller-runtime's
   crash is reported at once instead of after the timeout, and no fixed sleep is needed;
 * stop is SIGTERM to the process group, a bounded wait, then SIGKILL — always by group id,
   never by name — and it returns only when no live member of the group is left;
-* every group is registered with :mod:`harness.clusters.safety_net`, which kills it when
-  the interpreter exits or receives SIGTERM, for the cases where ``stop`` never runs.
+* every group is registered with :data:`safety_net`, which kills it when the interpreter
+  exits or receives SIGTERM, for the cases where ``stop`` never runs.
 
 :class:`~harness.clusters.incarnations.Incarnations` runs one program again and again on
 the same ports (faults).
@@ -22,21 +22,23 @@ the same ports (faults).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
 import shlex
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 from harness.aio import Service
 from harness.clusters import procfs
-from harness.clusters.safety_net import safety_net
 from harness.errors import ProcessError, ProcessExitedEarly, ProcessNotReady
 
 logger = logging.getLogger("harness.clusters.process")
@@ -50,6 +52,63 @@ LOG_TAIL_LINES = 25
 
 class NotReady(Exception):
     """Raised by a probe to say "not ready yet" with a reason worth showing to the user."""
+
+
+class SafetyNet:
+    """The last resort for process groups whose owner never got to stop them: when
+    :meth:`OwnedProcess.stop` never runs (an unhandled Ctrl-C, SIGTERM to the harness), etcd
+    and the API servers would outlive the interpreter. The groups still registered are
+    killed at interpreter exit (which also follows an unhandled Ctrl-C) and on SIGTERM if
+    nobody else handles that signal. Module-level on purpose: it must outlive every owner."""
+
+    def __init__(self) -> None:
+        self._groups: dict[int, str] = {}
+        self._lock = threading.Lock()
+        self._installed = False
+
+    def register(self, pgid: int, name: str) -> None:
+        with self._lock:
+            self._groups[pgid] = name
+            if not self._installed:
+                self._installed = True
+                atexit.register(self.kill_all)
+                self._install_sigterm_handler()
+
+    def unregister(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.pop(pgid, None)
+
+    def owned(self) -> dict[int, str]:
+        with self._lock:
+            return dict(self._groups)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            groups, self._groups = self._groups, {}
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+
+    def _install_sigterm_handler(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return  # someone else owns SIGTERM; atexit still covers a clean exit
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            self.kill_all()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+
+safety_net = SafetyNet()
+
+
+def owned_process_groups() -> dict[int, str]:
+    """Process groups started by :class:`OwnedProcess` and not yet stopped (pgid → name)."""
+    return safety_net.owned()
 
 
 @dataclass

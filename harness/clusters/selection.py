@@ -1,38 +1,25 @@
 """Which cluster backend a run uses, and where its clusters are: chosen outside the scenario.
 
 Pure. A scenario file may say ``backend: ...``; the environment (``WATCHER_HARNESS_*``
-variables) overrides the file, and a command-line option (``watcher-harness run
---backend``, ``pytest --cluster-backend``) overrides both — so the same file runs
-unchanged on every backend. Variables:
+variables) overrides the file, and a command-line option (:data:`BACKEND_FLAGS`:
+``watcher-harness run --backend``, ``pytest --cluster-backend``, ...) overrides both — so
+the same file runs unchanged on every backend. Variables (README.md has the details):
 
 * ``WATCHER_HARNESS_BACKEND`` — ``local`` (default), ``kubeconfig`` or ``kind``;
-* ``WATCHER_HARNESS_KUBECONFIG`` — kubeconfig files, ``:``-separated like ``KUBECONFIG``
-  (``kubeconfig`` backend; default ``$KUBECONFIG``, then ``~/.kube/config``); a cluster's
-  context is taken from the first file that has it;
-* ``WATCHER_HARNESS_CONTEXTS`` — ``kcp=ctx-a,skr-a=ctx-b``: the context of each cluster
-  (default: the context named like the cluster);
+* ``WATCHER_HARNESS_KUBECONFIG`` (``:``-separated; default ``$KUBECONFIG``, then
+  ``~/.kube/config``) and ``WATCHER_HARNESS_CONTEXTS`` (``kcp=ctx-a,skr-a=ctx-b``; default:
+  the context named like the cluster) — where the ``kubeconfig`` backend's clusters are;
 * ``WATCHER_HARNESS_RUN_ID`` — the run id put on everything the run creates (default: new);
-* ``WATCHER_HARNESS_HOST_ADDRESS`` — the address the API servers (and in-cluster pods) use
-  to reach this host (default ``127.0.0.1``; the kind backend: the kind network's gateway).
-  The host-run webhook binds it (``0.0.0.0`` when it is a DNS name or
-  ``WATCHER_HARNESS_HOST_BIND=0.0.0.0``), its url clientConfig and serving certificate name it;
-* ``WATCHER_HARNESS_WEBHOOK_MODE`` — ``host`` (default: the webhook runs on this host, url
-  clientConfig) or ``in-cluster`` (kubeconfig and kind backends: the image behind a service
-  clientConfig, ``harness.skr.in_cluster``);
-* ``WATCHER_HARNESS_WEBHOOK_COMMAND`` — bring your own webhook: a command line (split like
-  a shell's words) run as every SKR's webhook instead of ours, given upstream's
-  environment contract (``WEBHOOK_PORT``, ``METRICS_PORT``, ``CA_CERT``, ``TLS_CERT``,
-  ``TLS_KEY``, ``KCP_ADDR``, ``KCP_CONTRACT``); host mode only;
-* ``WATCHER_HARNESS_WEBHOOK_ISOLATION`` — ``netns`` (default: such a command runs in a
-  network namespace of its own, reachable only through ``harness.skr.isolate``) or
-  ``none`` (in this host's network, where upstream's webhook binds every interface);
-* ``WATCHER_HARNESS_KLM_COMMAND`` — bring your own Lifecycle Manager: a command line run as
-  the KCP's KLM (given KLM's own flags: ``--kubeconfig``, bind addresses, requeue
-  intervals), with the harness playing cert-manager, the kubelet and Istio's ingress
-  around it (``harness.environment.any_klm``); ``WATCHER_HARNESS_KLM_CRDS`` — the folder
-  of that KLM's CRDs (default: the harness's own ``fixtures/crds``);
-  ``WATCHER_HARNESS_KLM_FEATURES`` — what that KLM shows beyond upstream's, comma-separated
-  (``harness.scenario.requirements.KLM_FEATURES``; ours: ``make e2e-klm``).
+* ``WATCHER_HARNESS_HOST_ADDRESS`` — how the API servers reach this host (default
+  ``127.0.0.1``; kind: its network's gateway); ``WATCHER_HARNESS_HOST_BIND`` — what the
+  host-run webhook binds (default: that address, ``0.0.0.0`` for a DNS name);
+* ``WATCHER_HARNESS_WEBHOOK_MODE`` — ``host`` (default) or ``in-cluster``
+  (``harness.skr.in_cluster``); ``WATCHER_HARNESS_WEBHOOK_COMMAND`` — bring your own
+  webhook, run in a network namespace of its own (``harness.skr.isolate``) unless
+  ``WATCHER_HARNESS_WEBHOOK_ISOLATION=none``;
+* ``WATCHER_HARNESS_KLM_COMMAND``, ``WATCHER_HARNESS_KLM_CRDS``,
+  ``WATCHER_HARNESS_KLM_FEATURES`` — bring your own Lifecycle Manager
+  (``harness.environment.any_klm``, docs/any-klm.md).
 """
 
 from __future__ import annotations

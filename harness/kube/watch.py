@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Literal, cast
 
 import aiohttp
@@ -25,13 +24,9 @@ logger = logging.getLogger("harness.kube")
 WatchType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Delays between attempts after errors: ``initial`` doubling up to ``maximum``."""
-
-    initial: float = 0.1
-    maximum: float = 5.0
-    factor: float = 2.0
+BACKOFF_INITIAL_S = 0.1
+BACKOFF_MAX_S = 5.0
+"""The delay before retrying after an error starts here and doubles up to the maximum."""
 
 
 async def _watch_once(
@@ -100,7 +95,6 @@ async def watch_objects(
     namespace: str | None = None,
     label_selector: str | None = None,
     timeout_seconds: int = 60,
-    backoff: Backoff = Backoff(),
 ) -> AsyncIterator[tuple[WatchType, kube.Obj]]:
     """List, then watch from the list's resourceVersion, forever (until the caller stops).
 
@@ -113,7 +107,7 @@ async def watch_objects(
     """
     known: dict[str, kube.Obj] = {}
     rv: str | None = None
-    delay = backoff.initial
+    delay = BACKOFF_INITIAL_S
     where = f"{resource.plural} in {namespace or 'all namespaces'}"
     while True:
         try:
@@ -125,13 +119,13 @@ async def watch_objects(
                 for change in _changes_between(known, current):
                     yield change
                 known = current
-                delay = backoff.initial
+                delay = BACKOFF_INITIAL_S
                 yield "SYNCED", {"metadata": {"resourceVersion": rv}}
             async for kind, obj in _watch_once(
                 api, resource, namespace, rv, label_selector, timeout_seconds
             ):
                 rv = kube.resource_version(obj) or rv
-                delay = backoff.initial
+                delay = BACKOFF_INITIAL_S
                 if kind == "BOOKMARK":
                     continue
                 key = kube.object_key(resource.typed(obj))
@@ -147,4 +141,4 @@ async def watch_objects(
         except (kube.KubeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
             logger.warning("watch of %s failed, retrying in %.1f s: %s", where, delay, exc)
             await asyncio.sleep(delay)
-            delay = min(delay * backoff.factor, backoff.maximum)
+            delay = min(delay * 2, BACKOFF_MAX_S)

@@ -12,14 +12,15 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from cryptography.x509.oid import NameOID
 
-from harness.clusters.certs import CertificateAuthority, service_account_key_pair
-from harness.clusters.kubeconfig import render_kubeconfig
+from harness.clusters.certs import create_ca, issue, service_account_key_pair
+from harness.clusters.contexts import render_kubeconfig
+from watcher import pki
 
 
 def write_pair(
-    ca: CertificateAuthority, tmp_path: Path, name: str, **kw: object
+    ca: pki.CertificateAuthority, tmp_path: Path, name: str, **kw: object
 ) -> tuple[Path, Path]:
-    pair = ca.issue(name, **kw)  # type: ignore[arg-type]
+    pair = issue(ca, name, **kw)  # type: ignore[arg-type]
     cert, key = tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
     pair.write(cert, key)
     return cert, key
@@ -51,8 +52,8 @@ async def handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext, host
 async def test_serving_and_client_certificates_in_a_real_handshake(
     tmp_path: Path, host: str
 ) -> None:
-    serving_ca = CertificateAuthority.create("serving-ca")
-    client_ca = CertificateAuthority.create("client-ca")
+    serving_ca = create_ca("serving-ca")
+    client_ca = create_ca("client-ca")
     (tmp_path / "serving-ca.crt").write_bytes(serving_ca.cert_pem)
     (tmp_path / "client-ca.crt").write_bytes(client_ca.cert_pem)
     s_cert, s_key = write_pair(
@@ -79,7 +80,7 @@ async def test_serving_and_client_certificates_in_a_real_handshake(
 
 
 async def test_another_clusters_ca_is_not_trusted(tmp_path: Path) -> None:
-    ours, theirs = CertificateAuthority.create("ours"), CertificateAuthority.create("theirs")
+    ours, theirs = create_ca("ours"), create_ca("theirs")
     cert, key = write_pair(ours, tmp_path, "apiserver", ip_addresses=["127.0.0.1"], server=True)
     (tmp_path / "theirs.crt").write_bytes(theirs.cert_pem)
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

@@ -14,7 +14,7 @@ from harness.clusters import procfs
 from harness.clusters.binaries import Binaries
 from harness.clusters.etcd import Etcd
 from harness.clusters.plane import Cluster, ClusterBackend, LocalBackend
-from harness.clusters.safety_net import owned_process_groups, safety_net
+from harness.clusters.process import owned_process_groups, safety_net
 from harness.errors import ClusterError, ProcessExitedEarly
 
 pytestmark = pytest.mark.e2e

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters import procfs
-from harness.clusters.process import NotReady, OwnedProcess, log_tail
-from harness.clusters.safety_net import owned_process_groups
+from harness.clusters.process import NotReady, OwnedProcess, log_tail, owned_process_groups
 from harness.errors import ProcessExitedEarly, ProcessNotReady
 
 # A child that becomes "ready" by creating a file, optionally spawns a grandchild that

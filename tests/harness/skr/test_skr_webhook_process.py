@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.clusters import procfs
-from harness.clusters.safety_net import owned_process_groups
+from harness.clusters.process import owned_process_groups
 from harness.skr.certs import issue_webhook_certificate
 from harness.skr.metrics import value
 from harness.skr.webhook import TlsPaths, WebhookConfig, WebhookProcess

@@ -1,16 +1,8 @@
 """``timeline``: did ``first`` happen, and ``then`` at or after it (within a bound)?
 
-Occurrences are taken from the window (``since: window``: since the step began or the
-previous ``expect`` of the step ended) or from the scenario's start (``since: run``).
-``first`` is the earliest matching occurrence; ``then`` the earliest matching one at or
-after it (the same occurrence counts when both select it). The entry holds when both exist
-and, with ``within``, ``then - first <= within``.
-
-Failures name both occurrences with times relative to the window's start (``+1.234 s``;
-negative: before it), or the one that never happened and its closest candidates (the same
-selection before the window, then occurrences of the same subject that differ). Two
-failures are final — waiting cannot change them, so polling stops: ``then`` happened only
-before ``first``, and ``then`` came more than ``within`` after ``first``.
+Semantics and failure texts are in docs/scenarios.md (*Timeline: order and distance*). Two
+failures are final, so polling stops: ``then`` happened only before ``first``, and
+``then`` came more than ``within`` after ``first``.
 """
 
 from __future__ import annotations

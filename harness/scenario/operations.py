@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
@@ -239,15 +239,7 @@ class Collect(_Selecting):
     def selection(self) -> Selection | None:
         if self.resource is None and self.kind is None:
             return None
-        return Selection(
-            cluster=self.cluster,
-            resource=self.resource,
-            api_version=self.api_version,
-            kind=self.kind,
-            namespace=self.namespace,
-            name=self.name,
-            selector=self.selector,
-        )
+        return Selection(**{name: getattr(self, name) for name in _Selecting.model_fields})
 
 
 # One wrapper per operation key --------------------------------------------------------------
@@ -321,24 +313,6 @@ class SetOp(Model):
     set_: dict[str, Any] = Field(alias="set", min_length=1)
 
 
-OPERATIONS: dict[str, type[Model]] = {
-    "apply": ApplyOp,
-    "patch": PatchOp,
-    "delete": DeleteOp,
-    "churn": ChurnOp,
-    "fault": FaultOp,
-    "wait": WaitOp,
-    "expect": ExpectOp,
-    "watcher": WatcherOp,
-    "request": RequestOp,
-    "assert": AssertOp,
-    "error": ErrorOp,
-    "script": ScriptOp,
-    "collect": CollectOp,
-    "set": SetOp,
-}
-
-
 def operation_key(value: Any) -> str | None:
     """The operation's key, or ``None`` unless it is a mapping with exactly one key."""
     if isinstance(value, dict):
@@ -366,3 +340,7 @@ Operation = Annotated[
     | Annotated[SetOp, Tag("set")],
     Discriminator(operation_key),
 ]
+# The operation keys, read off Operation's tags so that the two cannot disagree.
+OPERATIONS: dict[str, type[Model]] = {
+    tag.tag: cls for cls, tag in map(get_args, get_args(get_args(Operation)[0]))
+}

@@ -8,12 +8,7 @@ from harness.expect import latency, reconciles, timeline, truth, writes
 from harness.expect.check import Check, counted
 from harness.expect.checks import CountBound, EventFilter, check_count, check_metric
 from harness.expect.observations import Observations, metric_key
-from harness.scenario import (
-    EventExpectation,
-    Expect,
-    MetricExpectation,
-    RejectionExpectation,
-)
+from harness.scenario import EventExpectation, Expect, MetricExpectation, RejectionExpectation
 
 
 def judge(expect: Expect, obs: Observations) -> list[Check]:

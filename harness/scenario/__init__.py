@@ -16,12 +16,7 @@ from harness.scenario.expectations import (
     Truth,
     WriteLatency,
 )
-from harness.scenario.fault_ops import (
-    BreakFault,
-    KcpFault,
-    ProcessFault,
-    RotateFault,
-)
+from harness.scenario.fault_ops import BreakFault, KcpFault, ProcessFault, RotateFault
 from harness.scenario.kymas import default_kymas
 from harness.scenario.loader import (
     dump_scenario,
@@ -58,16 +53,10 @@ from harness.scenario.operations import (
     WatcherChange,
     WatcherOp,
 )
-from harness.scenario.requests import (
-    Request,
-)
+from harness.scenario.requests import Request
 from harness.scenario.settings import Certificates, Health
 from harness.scenario.steps import Step
-from harness.scenario.timeline import (
-    ObjectWatch,
-    TimelineExpectation,
-    object_watches,
-)
+from harness.scenario.timeline import ObjectWatch, TimelineExpectation, object_watches
 from harness.scenario.values import ResourceRef, format_duration, parse_duration
 from harness.scenario.watchers import DefaultWatcher, WatcherDef
 

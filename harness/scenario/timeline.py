@@ -19,13 +19,7 @@ from pydantic import Field, model_validator
 from harness.matching.syntax import is_expression_key
 from harness.scenario.objects import ObjectType, match_problem
 from harness.scenario.reconciles import Outcomes, ReconcileTrigger
-from harness.scenario.values import (
-    DnsLabel,
-    Model,
-    PositiveDuration,
-    ResourceRef,
-    Text,
-)
+from harness.scenario.values import DnsLabel, Model, PositiveDuration, ResourceRef, Text
 
 Change = Literal["added", "modified", "deleted"]
 CHANGES: tuple[Change, ...] = ("added", "modified", "deleted")

@@ -220,12 +220,8 @@ class Occurrence(Model):
 
     @property
     def selector(self) -> Selector:
-        found = next(
-            s
-            for s in (self.object, self.write, self.event, self.reconcile, self.step, self.fault)
-            if s is not None
-        )
-        return found
+        selector: Selector = getattr(self, self.key)
+        return selector
 
     @property
     def key(self) -> str:

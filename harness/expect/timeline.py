@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.expect.assertion import object_name
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import Observations
@@ -50,13 +51,6 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def _object_name(obj: Mapping[str, Any], cluster: str) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    name = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-    return f"{obj.get('kind') or 'object'} {name} on {cluster}"
-
-
 def _objects(sel: ObjectSelector, obs: Observations) -> Iterator[tuple[Seen, str | None]]:
     """Every recorded change on the selector's watch and its name; with the reason it does
     not match (``None``: it matches), for changes of the selected object(s)."""
@@ -68,7 +62,7 @@ def _objects(sel: ObjectSelector, obs: Observations) -> Iterator[tuple[Seen, str
         meta = c.object.get("metadata") or {}
         if sel.name is not None and meta.get("name") != sel.name:
             continue
-        seen = Seen(c.at, f"{_object_name(c.object, sel.cluster)} {c.change}")
+        seen = Seen(c.at, f"{object_name(c.object)} on {sel.cluster} {c.change}")
         labels = _labels(c.object)
         if sel.selector and any(labels.get(k) != v for k, v in sel.selector.items()):
             yield seen, "labels differ"

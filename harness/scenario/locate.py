@@ -113,6 +113,17 @@ def _child(node: yaml.Node, key: str | int) -> tuple[yaml.Node, yaml.Node] | Non
     return None
 
 
+def node_at(root: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
+    """The deepest node of the YAML along ``path`` (keys and indexes, no union tags)."""
+    node = root
+    for element in path:
+        found = _child(node, element)
+        if found is None:
+            break
+        node = found[1]
+    return node
+
+
 def resolve(loc: Sequence[str | int], root: yaml.Node) -> _Found:
     found = _Found(node=root, key=None, type=Scenario)
     for element in loc:

@@ -2,7 +2,6 @@
 errors), per-run names and the generated JSON Schema. Pure: no processes, no I/O beyond
 reading the files."""
 
-from harness.scenario.churn_ops import Churn
 from harness.scenario.clusters import KCP, Certificate, CertificateKind
 from harness.scenario.errors import InvalidScenario, ScenarioError
 from harness.scenario.expectations import (
@@ -16,7 +15,6 @@ from harness.scenario.expectations import (
     Truth,
     WriteLatency,
 )
-from harness.scenario.fault_ops import BreakFault, KcpFault, ProcessFault, RotateFault
 from harness.scenario.kymas import default_kymas
 from harness.scenario.loader import (
     dump_scenario,
@@ -33,6 +31,8 @@ from harness.scenario.operations import (
     ApplyOp,
     Assert,
     AssertOp,
+    BreakFault,
+    Churn,
     ChurnOp,
     Collect,
     CollectOp,
@@ -41,10 +41,13 @@ from harness.scenario.operations import (
     ErrorOp,
     ExpectOp,
     FaultOp,
+    KcpFault,
     OutputCheck,
     Patch,
     PatchOp,
+    ProcessFault,
     RequestOp,
+    RotateFault,
     Script,
     ScriptOp,
     Selection,

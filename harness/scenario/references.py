@@ -13,20 +13,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from harness.scenario.churn_ops import Churn
 from harness.scenario.clusters import KCP
 from harness.scenario.errors import Loc, Problem, suggest
 from harness.scenario.expectations import Expect
-from harness.scenario.fault_ops import AnyFault, BreakFault, ProcessFault, RotateFault
 from harness.scenario.operations import (
     EVERY_SKR,
+    AnyFault,
     Apply,
     ApplyOp,
     Assert,
+    BreakFault,
+    Churn,
     ChurnOp,
     Collect,
     Delete,
     Patch,
+    ProcessFault,
+    RotateFault,
     Script,
     WatcherChange,
     WatcherOp,

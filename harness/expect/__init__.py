@@ -1,4 +1,4 @@
 """Judges: each expectation kind judged against one
-:class:`~harness.expect.observations.Observations` snapshot by a pure module of its own —
-``events``, ``truth``, ``reconciles``, ``rejections``, ``metrics``, ``latency``, ``writes``,
-``timeline`` (dispatched by ``judge``), ``assertion`` (``assert``/``error``) and ``script``."""
+:class:`~harness.expect.observations.Observations` snapshot by pure code — ``judge``
+(dispatching, and the counting kinds), ``truth``, ``reconciles``, ``latency``, ``writes``,
+``timeline``, ``assertion`` (``assert``/``error``) and ``script``."""

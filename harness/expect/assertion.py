@@ -31,7 +31,7 @@ NOISE = ("managedFields",)
 def object_name(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
-    kind = obj.get("kind", "object")
+    kind = obj.get("kind") or "object"
     return f"{kind} {namespace}/{meta.get('name')}" if namespace else f"{kind} {meta.get('name')}"
 
 

@@ -29,10 +29,6 @@ class Check:
         return self.verdict.ok
 
 
-def bounds(low: int, high: int | None) -> CountBound:
-    return CountBound(low, high)
-
-
 def counted(kind: str, description: str, count: int, bound: CountBound, noun: str) -> Check:
     """A count against its bound; final once it is above the upper bound."""
     verdict = count_verdict(count, bound, description, noun=noun)

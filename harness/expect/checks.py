@@ -82,22 +82,6 @@ class CountBound:
         if self.at_least < 0 or (self.at_most is not None and self.at_most < self.at_least):
             raise ValueError(f"invalid count bounds {self.at_least}..{self.at_most}")
 
-    @classmethod
-    def exactly(cls, n: int) -> CountBound:
-        return cls(n, n)
-
-    @classmethod
-    def minimum(cls, n: int) -> CountBound:
-        return cls(n, None)
-
-    @classmethod
-    def maximum(cls, n: int) -> CountBound:
-        return cls(0, n)
-
-    @classmethod
-    def none(cls) -> CountBound:
-        return cls(0, 0)
-
     def holds(self, count: int) -> bool:
         return self.at_least <= count and (self.at_most is None or count <= self.at_most)
 

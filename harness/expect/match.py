@@ -1,22 +1,11 @@
 """Received WatchEvents against the ground truth. Pure.
 
 ``match_events(truth, received)`` groups events by (manager, runtime id, object) and
-applies the coalescing rule of ``harness.churn.truth`` (docs/ground-truth.md):
-
-* a group the truth expects (k >= 1) with no event → *missing*; with events, none received
-  after the last cause was sent → *missing* too (the KCP may not have seen the final state);
-* more than k (+ optional) events → *duplicate* (the excess), unless the API server
-  admitted writes of that (manager, runtime id) more than once: ``repeats`` gives how many
-  repeated admissions it made (``harness.churn.admissions``); duplicates up to that many
-  events are *repeated admissions*, reported but not a failure;
-* an event for a group the truth does not expect → *wrong listener* if the truth expects
-  that runtime and object at another manager, *wrong runtime* if it expects that manager
-  and object from another runtime id, else *spurious*.
-
+applies the coalescing rule of ``harness.churn.truth``: missing, duplicate, repeated
+admission, wrong listener, wrong runtime and spurious are defined in docs/ground-truth.md.
 Events about objects the churn never wrote are ignored (other steps' writes) unless
-``scope_to_churn=False``. Latency samples: for each event, the causes sent since the
-previous event of its group and not after it; the sample is ``received_at`` minus the
-earliest of those ``sent_at``.
+``scope_to_churn=False``. A latency sample is ``received_at`` minus the earliest
+``sent_at`` of the causes sent since the previous event of its group.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.expect.check import Check, bounds, counted
+from harness.expect.check import Check, counted
+from harness.expect.checks import CountBound
 from harness.expect.observations import Observations
 from harness.scenario import ReconcileExpectation
 from watcher.domain import KCP_NAMESPACE
@@ -32,4 +33,4 @@ def judge(r: ReconcileExpectation, obs: Observations) -> Check:
         subject += f" outcome={'|'.join(sorted(outcomes))}"
     if r.started_within is not None:
         subject += f" started within {r.started_within:g} s of its trigger"
-    return counted("reconciles", f"reconciles {subject}", count, bounds(*r.bounds), "reconcile")
+    return counted("reconciles", f"reconciles {subject}", count, CountBound(*r.bounds), "reconcile")

@@ -1,16 +1,8 @@
 """``timeline``: did ``first`` happen, and ``then`` at or after it (within a bound)?
 
-Occurrences are taken from the window (``since: window``: since the step began or the
-previous ``expect`` of the step ended) or from the scenario's start (``since: run``).
-``first`` is the earliest matching occurrence; ``then`` the earliest matching one at or
-after it (the same occurrence counts when both select it). The entry holds when both exist
-and, with ``within``, ``then - first <= within``.
-
-Failures name both occurrences with times relative to the window's start (``+1.234 s``;
-negative: before it), or the one that never happened and its closest candidates (the same
-selection before the window, then occurrences of the same subject that differ). Two
-failures are final — waiting cannot change them, so polling stops: ``then`` happened only
-before ``first``, and ``then`` came more than ``within`` after ``first``.
+Semantics and failure texts are in docs/scenarios.md (*Timeline: order and distance*). Two
+failures are final, so polling stops: ``then`` happened only before ``first``, and
+``then`` came more than ``within`` after ``first``.
 """
 
 from __future__ import annotations
@@ -19,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.expect.assertion import object_name
 from harness.expect.check import Check
 from harness.expect.checks import Verdict
 from harness.expect.observations import Observations
@@ -58,13 +51,6 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def _object_name(obj: Mapping[str, Any], cluster: str) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    name = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-    return f"{obj.get('kind') or 'object'} {name} on {cluster}"
-
-
 def _objects(sel: ObjectSelector, obs: Observations) -> Iterator[tuple[Seen, str | None]]:
     """Every recorded change on the selector's watch and its name; with the reason it does
     not match (``None``: it matches), for changes of the selected object(s)."""
@@ -76,7 +62,7 @@ def _objects(sel: ObjectSelector, obs: Observations) -> Iterator[tuple[Seen, str
         meta = c.object.get("metadata") or {}
         if sel.name is not None and meta.get("name") != sel.name:
             continue
-        seen = Seen(c.at, f"{_object_name(c.object, sel.cluster)} {c.change}")
+        seen = Seen(c.at, f"{object_name(c.object)} on {sel.cluster} {c.change}")
         labels = _labels(c.object)
         if sel.selector and any(labels.get(k) != v for k, v in sel.selector.items()):
             yield seen, "labels differ"

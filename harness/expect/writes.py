@@ -8,7 +8,7 @@ from harness.expect.check import Check, combined
 from harness.expect.checks import CountBound, LatencyBounds, Verdict, check_latency, count_verdict
 from harness.expect.observations import Observations
 from harness.expect.truth import window_churns
-from harness.scenario import WriteLatency
+from harness.scenario import Count, WriteLatency
 
 
 def window_writes(obs: Observations, cluster: str | None) -> list[ExecutedMutation]:
@@ -30,9 +30,7 @@ def judge(w: WriteLatency, obs: Observations) -> Check:
         verdicts += check_latency(samples, LatencyBounds(w.p50, w.p99, w.max), subject=subject)
     if w.failed is not None:
         failed = sum(1 for e in done if not e.ok)
-        bound = CountBound(w.failed.at_least or 0, w.failed.at_most)
-        if w.failed.exactly is not None:
-            bound = CountBound(w.failed.exactly, w.failed.exactly)
+        bound = CountBound(*Count.bounds_of(w.failed))
         verdicts.append(
             count_verdict(
                 failed, bound, f"writes of {w.cluster or 'every SKR'}", noun="failed write"

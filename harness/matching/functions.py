@@ -1,40 +1,12 @@
 """The JMESPath functions scenarios get on top of the standard ones. Pure.
 
-Every ``(expression)`` key is evaluated with ``search`` (or ``compile_expression``), which
-always pass these functions, and validated against ``FUNCTION_TABLE`` (standard and
-custom, with their argument counts). The custom ones, each taking one string:
-
-``x509(text)``
-    The first certificate of PEM text, of base64 of PEM (how a Secret's ``data`` holds
-    ``tls.crt``) or of base64 of DER, as a map::
-
-        {subject: {CN: ..., O: ..., text: "CN=...,O=..."}, issuer: {same shape},
-         dnsNames: [...], ipAddresses: [...], uris: [...], serial: "0a1b...",
-         notBefore: "2026-01-01T00:00:00Z", notAfter: "...", isCA: false, sha256: "..."}
-
-    A name holds only the attributes present (``CN``, ``O``, ``OU``, ``C``, ``ST``, ``L``,
-    ``DC``, ``UID``, ``STREET``, ``emailAddress``, ``serialNumber``; others by dotted OID),
-    a list when one occurs more than once, and ``text``, its RFC 4514 string. ``serial``
-    and ``sha256`` (the fingerprint) are lower-case hex.
-``x509_bundle(text)``
-    Every certificate of a PEM bundle (``ca.crt``), or base64 of one, as a list of those maps.
-``base64_decode(text)`` / ``base64_encode(text)``
-    Standard alphabet, UTF-8 (undecodable bytes become U+FFFD); whitespace and missing
-    padding are tolerated when decoding.
-``now()``
-    The current Unix time in seconds (a number).
-``to_epoch(timestamp)``
-    Unix seconds of an RFC 3339 / ISO 8601 timestamp (``2026-11-27T20:00:00Z``, as
-    Kubernetes and ``x509()`` write them); one without an offset is taken as UTC.
-``seconds_until(timestamp)`` / ``seconds_since(timestamp)``
-    ``timestamp - now()`` and ``now() - timestamp``: JMESPath has no arithmetic, so
-    "valid for 20 more days" reads ``(seconds_until(x509(data."tls.crt").notAfter) >
-    `1728000`): true``.
-
-Input a function cannot use raises ``FunctionError`` (a ``JMESPathError``, so a
-``ValueError``) saying what is wrong, never echoing the input (it may be a key); the
-matcher turns it into a mismatch. The clock is the module's ``clock`` (tests replace it)
-unless a ``HarnessFunctions`` is given its own.
+``x509``, ``x509_bundle``, ``base64_decode``/``base64_encode``, ``now``, ``to_epoch`` and
+``seconds_until``/``seconds_since`` (docs/scenarios.md, *Alternatives and functions*) let a
+scenario read certificates and times, which JMESPath alone cannot. Input a function cannot
+use raises ``FunctionError`` (a ``JMESPathError``, so a ``ValueError``) saying what is
+wrong, never echoing the input (it may be a key); the matcher turns it into a mismatch.
+The clock is the module's ``clock`` (tests replace it) unless a ``HarnessFunctions`` is
+given its own.
 """
 
 from __future__ import annotations

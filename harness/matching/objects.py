@@ -1,47 +1,11 @@
 """Partial object trees against actual objects (chainsaw-style ``assert`` semantics). Pure.
 
 Scenarios state what an object must look like without restating all of it, so ``expected``
-is a *partial* YAML-ish tree and ``match_object(expected, actual)`` says where it differs:
-
-* **maps** match as subsets: every key of ``expected`` must be in ``actual`` and match;
-  extra keys in ``actual`` are fine (the API server adds plenty);
-* **scalars** match by equality, with JSON's types: ``1`` equals ``1.0``, but ``true`` never
-  equals ``1`` and a string never equals a number (``"2"`` is not ``2``);
-* **lists** match element-wise: same length, item *i* matches item *i*, each partially.
-
-Three special maps each have exactly one key, whose value is a list (a ``$anyOrder``,
-``$contains`` or ``$oneOf`` key next to other keys is an ``ExpressionError``; any other
-``$`` key, e.g. ``$ref`` in a CRD schema, is an ordinary key). The first two stand where
-a list is expected::
-
-    webhooks: {$anyOrder: [{name: a}, {name: b}]}   # same length, some one-to-one pairing
-    webhooks: {$contains: [{name: a}]}              # each item matches a distinct actual item
-
-``$oneOf`` stands for any value: a non-empty list of alternatives, each a partial tree
-with all these rules; the value matches if it matches at least one. A failure names the
-alternatives and the first difference of the closest one::
-
-    status: {state: {$oneOf: [Error, Warning]}}
-    spec: {$oneOf: [{channel: fast}, {channel: regular, customModuleStrategy: Ignore}]}
-
-A map key written ``(expression)`` is a JMESPath expression evaluated against the actual
-map the key sits in; its result is matched against the value with the same rules::
-
-    (length(webhooks)): 2
-    status:
-      (conditions[?type=='Ready']): [{status: "True"}]
-    (seconds_until(x509(data."tls.crt").notAfter) > `1728000`): true
-
-Besides the standard functions, expressions may call the few of
-``harness.matching.functions`` (``x509``, ``x509_bundle``, ``base64_decode``,
-``base64_encode``, ``now``, ``to_epoch``, ``seconds_until``, ``seconds_since``); an
-error while evaluating (say ``x509`` of something not a certificate) is a mismatch
-``expression failed: ...``, not an exception.
-
-An invalid expression or a malformed special map raises ``ExpressionError`` before
-anything is compared, whatever ``actual`` is (``harness.matching.syntax``). Mismatch paths
-read like ``webhooks[1].rules[0].resources``, ``metadata.labels["app.kubernetes.io/name"]``
-and ``status.(length(conditions))``; ``harness.matching.mismatches`` renders them.
+is a *partial* tree and ``match_object(expected, actual)`` says where it differs. The rules
+(subset maps, JSON-typed scalars, element-wise lists, ``$anyOrder``/``$contains``/``$oneOf``
+and ``(expression)`` keys) are in docs/scenarios.md; the syntax is checked in
+``harness.matching.syntax`` and an expression that fails while evaluating is a mismatch,
+not an exception.
 """
 
 from __future__ import annotations

@@ -2,45 +2,37 @@
 errors), per-run names and the generated JSON Schema. Pure: no processes, no I/O beyond
 reading the files."""
 
-from harness.scenario.churn_ops import Churn, ChurnMix
-from harness.scenario.clusters import KCP, Backend, Certificate, CertificateKind, Clusters, Skr
-from harness.scenario.errors import InvalidScenario, Location, ScenarioError
+from harness.scenario.clusters import KCP, Certificate, CertificateKind
+from harness.scenario.errors import InvalidScenario, ScenarioError
 from harness.scenario.expectations import (
     Count,
     EventExpectation,
     Expect,
     Latency,
     MetricExpectation,
-    ObjectRef,
     ReconcileExpectation,
     RejectionExpectation,
     Truth,
     WriteLatency,
 )
-from harness.scenario.fault_ops import (
-    BreakFault,
-    KcpFault,
-    KcpFaultSpec,
-    ProcessFault,
-    RotateFault,
-)
-from harness.scenario.kymas import Kyma, default_kymas
+from harness.scenario.kymas import default_kymas
 from harness.scenario.loader import (
     dump_scenario,
     load_scenario,
     load_scenario_instances,
     loads_scenario,
     loads_scenario_instances,
-    scenario_files,
 )
 from harness.scenario.model import Scenario
-from harness.scenario.names import InstanceNames, instance_names
+from harness.scenario.names import instance_names
 from harness.scenario.operations import (
     EVERY_SKR,
     Apply,
     ApplyOp,
     Assert,
     AssertOp,
+    BreakFault,
+    Churn,
     ChurnOp,
     Collect,
     CollectOp,
@@ -49,13 +41,14 @@ from harness.scenario.operations import (
     ErrorOp,
     ExpectOp,
     FaultOp,
-    Operation,
+    KcpFault,
     OutputCheck,
     Patch,
     PatchOp,
+    ProcessFault,
     RequestOp,
+    RotateFault,
     Script,
-    ScriptExpect,
     ScriptOp,
     Selection,
     SetOp,
@@ -63,20 +56,12 @@ from harness.scenario.operations import (
     WatcherChange,
     WatcherOp,
 )
-from harness.scenario.requests import (
-    Request,
-    RequestExpect,
-)
-from harness.scenario.settings import Certificates, Health, Klm, Requeue, Settings
+from harness.scenario.requests import Request
+from harness.scenario.settings import Certificates, Health
 from harness.scenario.steps import Step
-from harness.scenario.timeline import (
-    ObjectWatch,
-    Occurrence,
-    TimelineExpectation,
-    object_watches,
-)
+from harness.scenario.timeline import ObjectWatch, TimelineExpectation, object_watches
 from harness.scenario.values import ResourceRef, format_duration, parse_duration
-from harness.scenario.watchers import DefaultWatcher, Listener, Service, WatcherDef
+from harness.scenario.watchers import DefaultWatcher, WatcherDef
 
 __all__ = [
     "EVERY_SKR",
@@ -85,15 +70,12 @@ __all__ = [
     "ApplyOp",
     "Assert",
     "AssertOp",
-    "Backend",
     "BreakFault",
     "Certificate",
     "CertificateKind",
     "Certificates",
     "Churn",
-    "ChurnMix",
     "ChurnOp",
-    "Clusters",
     "Collect",
     "CollectOp",
     "Count",
@@ -106,20 +88,11 @@ __all__ = [
     "ExpectOp",
     "FaultOp",
     "Health",
-    "InstanceNames",
     "InvalidScenario",
     "KcpFault",
-    "KcpFaultSpec",
-    "Klm",
-    "Kyma",
     "Latency",
-    "Listener",
-    "Location",
     "MetricExpectation",
-    "ObjectRef",
     "ObjectWatch",
-    "Occurrence",
-    "Operation",
     "OutputCheck",
     "Patch",
     "PatchOp",
@@ -127,21 +100,15 @@ __all__ = [
     "ReconcileExpectation",
     "RejectionExpectation",
     "Request",
-    "RequestExpect",
     "RequestOp",
-    "Requeue",
     "ResourceRef",
     "RotateFault",
     "Scenario",
     "ScenarioError",
     "Script",
-    "ScriptExpect",
     "ScriptOp",
     "Selection",
-    "Service",
     "SetOp",
-    "Settings",
-    "Skr",
     "Step",
     "TimelineExpectation",
     "Truth",
@@ -160,5 +127,4 @@ __all__ = [
     "loads_scenario_instances",
     "object_watches",
     "parse_duration",
-    "scenario_files",
 ]

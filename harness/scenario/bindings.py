@@ -1,25 +1,12 @@
 """Bindings: ``${{ name }}`` in any string value of a scenario, one syntax for everything.
 
-Pure. Three kinds of names, resolved at two times:
-
-* **At load time** — ``matrix.<key>`` (this instance's value), the scenario's
-  ``bindings`` and a step's ``bindings`` (which shadow the scenario's within the step).
-  Binding values may use matrix values and earlier bindings. A string that is exactly one
-  reference takes the value's type (``count: ${{ matrix.skrs }}`` is a number); otherwise
-  the value is written into the text.
-* **At run time** — the built-ins only a running environment knows: ``runId``,
-  ``clusters.<cluster>.name|server|kubeconfig|runtimeId``, ``gateway.url|port``,
-  ``listeners.<component>.url|port``, ``harness.python`` (the harness's own interpreter,
-  with its libraries, for ``script`` helpers) and ``harness.get`` (the built-in object
-  reader, ``python -m harness.cli.get``); and the **captured** names, which the run gives
-  values as it goes (``capture:`` on ``assert`` and ``script``, the ``set`` operation).
-  They stay in the text until the operation runs (:func:`bind_operation`); their names
-  are still checked at load time.
-
-References are filled in wherever they stand: in values and in mapping keys.
-
-An unknown name is a located validation error with a "did you mean" hint.
-``${{`` is chosen because shell text in ``script`` commands uses ``$VAR`` and ``${VAR}``.
+Pure. Matrix values and ``bindings`` are filled in at load time (a string that is exactly
+one reference takes the value's type); the built-ins only a running environment knows
+(``runId``, ``clusters.<cluster>.*``, ``gateway.*``, ``listeners.<component>.*``,
+``harness.*``) and captured names stay in the text until the operation runs
+(:func:`bind_operation`), but their names are still checked at load time. An unknown name
+is a located validation error with a "did you mean" hint. ``${{`` is chosen because shell
+text in ``script`` commands uses ``$VAR`` and ``${VAR}``.
 """
 
 from __future__ import annotations

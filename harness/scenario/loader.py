@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from harness.scenario.bindings import resolve_load_time
 from harness.scenario.errors import InvalidScenario, Location, Problem, ScenarioError
-from harness.scenario.locate import at, place, resolve, show, translate
+from harness.scenario.locate import at, node_at, place, resolve, show, translate
 from harness.scenario.matrix import instance_name, instances
 from harness.scenario.model import Scenario
 from harness.scenario.operations import ApplyOp
@@ -122,29 +122,13 @@ def loads_scenario_instances(
     return out
 
 
-def _node_at(root: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
-    """The deepest node of the raw YAML along ``path``."""
-    node = root
-    for element in path:
-        if isinstance(node, yaml.MappingNode):
-            found = next((v for k, v in node.value if k.value == element), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(element, int):
-            found = node.value[element] if element < len(node.value) else None
-        else:
-            found = None
-        if found is None:
-            break
-        node = found
-    return node
-
-
 def _binding_errors(
     problems: Sequence[Problem], root: yaml.Node, data: Any, source: str
 ) -> list[ScenarioError]:
     seen: set[tuple[str, int, int]] = set()
     out = []
     for p in problems:
-        location = at(source, _node_at(root, p.loc))
+        location = at(source, node_at(root, p.loc))
         key = (p.message, location.line or 0, location.column or 0)
         if key in seen:
             continue  # one line per place, not per matrix instance

@@ -22,14 +22,8 @@ from pydantic_core import ErrorDetails
 
 from harness.scenario.errors import Loc, Location, ScenarioError
 from harness.scenario.expectations import METRIC_NAME_PATTERN, TARGET_PATTERN
-from harness.scenario.fault_ops import (
-    FAULT_TARGET_PATTERN,
-)
 from harness.scenario.model import Scenario
-from harness.scenario.operations import (
-    OPERATIONS,
-    SELECTION_CLUSTER_PATTERN,
-)
+from harness.scenario.operations import FAULT_TARGET_PATTERN, OPERATIONS, SELECTION_CLUSTER_PATTERN
 from harness.scenario.references import ReferenceProblems
 from harness.scenario.steps import Step
 from harness.scenario.timeline import TIMELINE_FAULT_TARGET_PATTERN
@@ -116,6 +110,17 @@ def _child(node: yaml.Node, key: str | int) -> tuple[yaml.Node, yaml.Node] | Non
     elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
         return node.value[key], node.value[key]
     return None
+
+
+def node_at(root: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
+    """The deepest node of the YAML along ``path`` (keys and indexes, no union tags)."""
+    node = root
+    for element in path:
+        found = _child(node, element)
+        if found is None:
+            break
+        node = found[1]
+    return node
 
 
 def resolve(loc: Sequence[str | int], root: yaml.Node) -> _Found:

@@ -1,20 +1,11 @@
 """``requires``: what a scenario or a step needs of the SKR webhook or the Lifecycle Manager
 beyond what upstream's show.
 
-The library runs against any webhook that takes upstream's environment contract
-(``--webhook-command``) and any KLM that takes KLM's flags (``--klm-command``). What only
-ours do or show is named here; a scenario or step that depends on it says so, and against
-another implementation it is skipped with the reason instead of failing for the wrong one::
-
-    requires: {webhook: [async-delivery, spool], klm: [reconcile-triggers]}
-
-A KLM command has none of the KLM features unless it is said to
-(``--klm-features``/``WATCHER_HARNESS_KLM_FEATURES``: ours as a process shows
-``reconcile-triggers``, ``reconcile-outcomes``, ``san-pinning`` and ``modules``).
-
-Some needs are read off the scenario itself, so they cannot be forgotten: a ``metrics``
-expectation on ``webhook/<skr>`` naming a metric upstream's webhook does not export needs
-``metrics``; an SKR with ``deliveryMode`` needs ``settings``. Pure.
+The library runs against any webhook or KLM that takes upstream's contract; what only ours
+do or show is named here, so a scenario depending on it is skipped with the reason against
+another implementation instead of failing for the wrong one (docs/scenarios.md,
+*Requirements*). Some needs are read off the scenario itself, so they cannot be forgotten
+(e.g. a ``metrics`` expectation on a metric upstream's webhook does not export). Pure.
 """
 
 from __future__ import annotations
@@ -24,16 +15,14 @@ from typing import Literal
 
 from harness.scenario.clusters import Clusters
 from harness.scenario.expectations import Expect, MetricExpectation
-from harness.scenario.fault_ops import (
+from harness.scenario.operations import (
     AnyFault,
     BreakFault,
-    ProcessFault,
-    RotateFault,
-)
-from harness.scenario.operations import (
     ExpectOp,
     FaultOp,
     Operation,
+    ProcessFault,
+    RotateFault,
 )
 from harness.scenario.settings import Settings
 from harness.scenario.values import Model

@@ -1,26 +1,9 @@
 """``expect: {timeline: [...]}``: the order and distance of two things that happened.
 
-Each entry names two occurrences, ``first`` and ``then``, each selected by exactly one key:
-
-* ``object``: a change of an object the harness saw — ``{cluster, resource | apiVersion +
-  kind, namespace?, name?, selector?, change?: added|modified|deleted (or a list), match?}``.
-  Recorded by a list+watch the runner starts before the first step for each distinct
-  (cluster, type, namespace) some ``object`` selector of the scenario names
-  (:func:`object_watches`); the objects that exist when the watch starts are its baseline,
-  not changes.
-* ``write``: the scenario's own ``apply``/``patch``/``delete`` — ``{cluster?, namespace?,
-  name?}``.
-* ``event``: a WatchEvent a listener received — ``{manager?, cluster? | runtimeId?,
-  object?: {namespace, name, kind?}}`` (like the ``events`` expectation).
-* ``reconcile``: a Lifecycle-Manager reconcile — ``{kyma, trigger?, outcome?}`` (like
-  ``reconciles``; ``outcome`` one value or a list).
-* ``step``: a step of the scenario began (``phase: start``) or ended (``phase: end``).
-* ``fault``: a ``fault`` operation — ``{target?, action?}``.
-
-Semantics: occurrences count from the expectation's window (``since: window``, as the
-other entries) or from the scenario's start (``since: run``). ``first`` is the earliest
-matching occurrence; ``then`` the earliest matching one at or after it. The entry holds
-when both exist and, with ``within``, ``then`` came at most that long after ``first``.
+Each entry names two occurrences, ``first`` and ``then``, each selected by exactly one of
+``object``, ``write``, ``event``, ``reconcile``, ``step`` or ``fault``; shapes and semantics
+are in docs/scenarios.md (*Timeline: order and distance*). ``object`` selectors need a
+list+watch from before the first step (:func:`object_watches`).
 
 Pure: the model, its validation and the list of object watches a scenario needs.
 """
@@ -36,13 +19,7 @@ from pydantic import Field, model_validator
 from harness.matching.syntax import is_expression_key
 from harness.scenario.objects import ObjectType, match_problem
 from harness.scenario.reconciles import Outcomes, ReconcileTrigger
-from harness.scenario.values import (
-    DnsLabel,
-    Model,
-    PositiveDuration,
-    ResourceRef,
-    Text,
-)
+from harness.scenario.values import DnsLabel, Model, PositiveDuration, ResourceRef, Text
 
 Change = Literal["added", "modified", "deleted"]
 CHANGES: tuple[Change, ...] = ("added", "modified", "deleted")
@@ -243,12 +220,8 @@ class Occurrence(Model):
 
     @property
     def selector(self) -> Selector:
-        found = next(
-            s
-            for s in (self.object, self.write, self.event, self.reconcile, self.step, self.fault)
-            if s is not None
-        )
-        return found
+        selector: Selector = getattr(self, self.key)
+        return selector
 
     @property
     def key(self) -> str:

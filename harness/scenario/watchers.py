@@ -11,13 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from harness.scenario.values import (
-    RESOURCE_SCHEMA_EXTRA,
-    DnsLabel,
-    Labels,
-    Model,
-    Resource,
-)
+from harness.scenario.values import RESOURCE_SCHEMA_EXTRA, DnsLabel, Labels, Model, Resource
 from watcher.domain import KCP_NAMESPACE, MANAGED_BY_LABEL
 from watcher.errors import InvalidWatcher
 from watcher.render.watcher_cr import klm_watcher_dict, parse_watcher, watcher_dict

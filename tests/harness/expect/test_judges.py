@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.expect import assertion, events, metrics, reconciles, rejections
+from harness.expect import assertion, reconciles
+from harness.expect.judge import judge_events, judge_metric, judge_rejections
 from harness.expect.match import ReceivedEvent
 from harness.expect.observations import (
     ObjectsSeen,
@@ -41,7 +42,7 @@ def test_an_exact_event_count_holds_iff_the_window_has_that_many(
         runtime_ids={"skr-a": "runtime-skr-a"},
     )
     e = EventExpectation(manager="lifecycle-manager", cluster="skr-a", count=Count(exactly=wanted))
-    check = events.judge(e, obs)
+    check = judge_events(e, obs)
     assert check.ok == (inside == wanted)
     assert check.final == (inside > wanted)  # a count above its bound only grows
 
@@ -83,10 +84,10 @@ def test_rejections_and_metrics_read_the_snapshot() -> None:
         metrics={metric_key("apiserver/skr-a", "x_total", {}): 4.0},
     )
     r = RejectionExpectation(listener="lifecycle-manager", reason="san-mismatch")
-    assert rejections.judge(r, obs).ok
-    assert metrics.judge(m, obs).ok
+    assert judge_rejections(r, obs).ok
+    assert judge_metric(m, obs).ok
     missing = MetricExpectation(target="apiserver/skr-b", name="x_total", value=0)
-    assert metrics.judge(missing, obs).ok  # an absent series reads 0
+    assert judge_metric(missing, obs).ok  # an absent series reads 0
 
 
 def test_assert_and_error_over_what_each_cluster_holds() -> None:

@@ -8,10 +8,9 @@ from harness.expect.observations import Observations
 from harness.scenario import ReconcileExpectation
 from watcher.domain import KCP_NAMESPACE
 
-"""Where a KCP Kyma named without a namespace lives."""
-
 
 def kyma_key(kyma: str) -> str:
+    """Where a KCP Kyma named without a namespace lives."""
     return kyma if "/" in kyma else f"{KCP_NAMESPACE}/{kyma}"
 
 

@@ -1,30 +1,9 @@
 """Any Lifecycle Manager in the loop: a KLM build as a process, the harness as its cluster.
 
-With a KLM command (``--klm-command``, ``WATCHER_HARNESS_KLM_COMMAND``), the harness
-stops being the Lifecycle Manager and plays only what a KCP and its SKRs provide, so
-upstream's Go KLM (or any build) runs as it would in a landscape:
-
-1. clusters (the KCP, one per SKR), the KLM's CRDs (``--klm-crds``, default ours) plus
-   cert-manager's and Istio's in the KCP, ``kcp-system`` and ``istio-system``;
-2. **cert-manager** (:class:`harness.platform.cert_manager.CertManager`) and KLM's
-   deployment config for the watcher (:mod:`harness.environment.klm_platform`): the CA
-   chain, and the Gateway whose host and port are the real gateway's;
-3. the **KLM process** (:class:`harness.kcp.klm_process.KlmProcess`), observed through
-   its log and metrics only;
-4. **Istio's ingress**: once KLM wrote the gateway Secret ``istio-system/klm-istio-gateway``
-   (from the CA), Envoy serves it on the Gateway's port, follows it
-   (:class:`GatewayCredentialSync`) and routes KLM's VirtualServices
-   (:class:`VirtualServiceSync`) — ``klm-controller-manager-events.kcp-system:8082`` being
-   the KLM pod's sidecar (:class:`ListenerSidecar`: plain HTTP with XFCC to KLM's listener
-   port, every event it accepted recorded from the wire: :attr:`KlmEnvironment.events`);
-5. per SKR, **the kubelet** (:class:`harness.platform.kubelet.Kubelet`): the Deployment
-   KLM applies runs as a host process (our webhook, or ``--webhook-command``) in a
-   network namespace of its own, reachable through its Service's EndpointSlice;
-6. the scenario's other managers' listeners behind the gateway
-   (:mod:`harness.environment.manager_listeners`), then what provisioning writes per SKR
-   (the access Secret labelled with the Kyma name, the KCP Kyma), the spec's Watchers and
-   catalog; then every Kyma must become ``Ready``.
-
+With a KLM command (``--klm-command``), the harness stops being the Lifecycle Manager and
+plays only what a KCP and its SKRs provide (clusters and CRDs, cert-manager and KLM's
+deployment config, Istio's ingress and the KLM pod's sidecar, a kubelet per SKR), so
+upstream's Go KLM runs as in a landscape; docs/any-klm.md lists each part and its limits.
 Everything unwinds in reverse, also when a step fails.
 """
 

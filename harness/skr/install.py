@@ -64,18 +64,13 @@ class SkrInstallation(SkrInstallationBase):
         attached: bool = True,
         **runtime: Unpack[SkrRuntime],
     ) -> None:
-        """``attached``: the SKR has a Kyma whose reconcile owns this watcher (default);
-        ``False`` for an SKR provisioned without one: its Secret and ``skr-webhook``
-        reach the SKR only with the first :meth:`repair` (the Kyma's reconcile), as KLM
-        installs the Runtime Watcher per Kyma (``runtime``: see :class:`SkrRuntime`);
-        ``log_dir`` keeps the webhook log after uninstall (default: inside the owned
-        directory, deleted with it); ``extra_env``
-        adds ``WATCHER_*`` knobs (it wins, so ``WATCHER_SPOOL_DIR=""`` also turns the
-        spool off); ``spool``: see the module; ``host_address``: how the API server
-        reaches this host (url clientConfig and a SAN); ``bind_host``: what the webhook
-        binds (default: see :func:`bind_address`); ``command``: bring your own webhook
-        (any program taking upstream's environment contract, run instead of ours, in a
-        network namespace of its own unless ``isolation`` is ``none``)."""
+        """``attached``: a Kyma's reconcile owns this watcher (``False``: the Secret and
+        ``skr-webhook`` reach the SKR only with the first :meth:`repair`, as KLM installs the
+        Runtime Watcher per Kyma); ``log_dir`` keeps the webhook log after uninstall;
+        ``extra_env`` wins over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off);
+        ``host_address``: how the API server reaches this host (url clientConfig and a
+        SAN); ``bind_host``: default :func:`bind_address`; ``command``: bring your own
+        webhook (see :class:`WebhookConfig`)."""
         super().__init__(cluster, **runtime)
         self.host_address = host_address
         self._config = WebhookConfig(

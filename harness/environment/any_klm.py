@@ -21,24 +21,21 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters import ports
-from harness.clusters.plane import Environment as Clusters
 from harness.environment.compose import open_clusters
-from harness.environment.events import EventLog, ObservedEvent
+from harness.environment.core import EnvironmentParts
+from harness.environment.events import EventLog
 from harness.environment.klm_platform import (
     CA_CERTIFICATE,
     watcher_ca_chain,
     watcher_gateway,
 )
-from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
 from harness.environment.startup import istio_control_plane
 from harness.errors import HarnessError
 from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.klm_process import KlmFlags, KlmProcess
 from harness.kcp.lifecycle_manager.manager import COMPONENT as KLM_COMPONENT
-from harness.kcp.listeners import ManagerListener
 from harness.kcp.sidecar import ListenerSidecar
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
@@ -98,34 +95,18 @@ def webhook_commands(command: Sequence[str]) -> Callable[[str], Sequence[str] | 
     return for_image
 
 
-@dataclass
-class KlmEnvironment:
-    """Handles to every part of an environment around a KLM process."""
+@dataclass(kw_only=True)
+class KlmEnvironment(EnvironmentParts):
+    """Handles to every part of an environment around a KLM process; its :attr:`listeners`
+    are the other managers' (the scenario's ``listeners``)."""
 
-    spec: EnvironmentSpec
-    clusters: Clusters
-    kcp_api: ApiClient
-    skr_apis: dict[str, ApiClient]
     klm: KlmProcess
     cert_manager: CertManager
-    gateway: EnvoyGateway
-    registry: ServiceRegistry
-    sync: VirtualServiceSync
     kubelets: dict[str, Kubelet]
     sidecar: ListenerSidecar
     """Between the gateway and the KLM's listener: the events it accepted, on the wire."""
-    log: EventLog
-    workdir: Path
-    stack: AsyncExitStack
-    listeners: dict[str, ManagerListener] = field(default_factory=dict)
-    """Other managers' listeners (the scenario's ``listeners``), by component."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each start-up phase took (for the report and the README)."""
-
-    @property
-    def events(self) -> list[ObservedEvent]:
-        """Every event the KLM's listener accepted, in arrival order."""
-        return self.log.events
 
     def kyma_key(self, skr: str) -> str:
         for s in self.spec.skrs:
@@ -264,9 +245,8 @@ async def klm_environment(
             stack=stack,
             timings=timings,
         )
-        parts = ListenerParts(stack, log, registry, gateway, env.listeners, log_dir)
         for listener in spec.listeners:
-            await add_listener(parts, listener.component, listener.service, listener.implementation)
+            await env.add_listener(listener.component, listener.service, listener.implementation)
         if on_running is not None:
             on_running(env)
         await wait_kymas_ready(kcp_api, await _provision(env), ready_within)

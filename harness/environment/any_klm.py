@@ -1,30 +1,9 @@
 """Any Lifecycle Manager in the loop: a KLM build as a process, the harness as its cluster.
 
-With a KLM command (``--klm-command``, ``WATCHER_HARNESS_KLM_COMMAND``), the harness
-stops being the Lifecycle Manager and plays only what a KCP and its SKRs provide, so
-upstream's Go KLM (or any build) runs as it would in a landscape:
-
-1. clusters (the KCP, one per SKR), the KLM's CRDs (``--klm-crds``, default ours) plus
-   cert-manager's and Istio's in the KCP, ``kcp-system`` and ``istio-system``;
-2. **cert-manager** (:class:`harness.platform.cert_manager.CertManager`) and KLM's
-   deployment config for the watcher (:mod:`harness.environment.klm_platform`): the CA
-   chain, and the Gateway whose host and port are the real gateway's;
-3. the **KLM process** (:class:`harness.kcp.klm_process.KlmProcess`), observed through
-   its log and metrics only;
-4. **Istio's ingress**: once KLM wrote the gateway Secret ``istio-system/klm-istio-gateway``
-   (from the CA), Envoy serves it on the Gateway's port, follows it
-   (:class:`GatewayCredentialSync`) and routes KLM's VirtualServices
-   (:class:`VirtualServiceSync`) — ``klm-controller-manager-events.kcp-system:8082`` being
-   the KLM pod's sidecar (:class:`ListenerSidecar`: plain HTTP with XFCC to KLM's listener
-   port, every event it accepted recorded from the wire: :attr:`KlmEnvironment.events`);
-5. per SKR, **the kubelet** (:class:`harness.platform.kubelet.Kubelet`): the Deployment
-   KLM applies runs as a host process (our webhook, or ``--webhook-command``) in a
-   network namespace of its own, reachable through its Service's EndpointSlice;
-6. the scenario's other managers' listeners behind the gateway
-   (:mod:`harness.environment.manager_listeners`), then what provisioning writes per SKR
-   (the access Secret labelled with the Kyma name, the KCP Kyma), the spec's Watchers and
-   catalog; then every Kyma must become ``Ready``.
-
+With a KLM command (``--klm-command``), the harness stops being the Lifecycle Manager and
+plays only what a KCP and its SKRs provide (clusters and CRDs, cert-manager and KLM's
+deployment config, Istio's ingress and the KLM pod's sidecar, a kubelet per SKR), so
+upstream's Go KLM runs as in a landscape; docs/any-klm.md lists each part and its limits.
 Everything unwinds in reverse, also when a step fails.
 """
 
@@ -42,24 +21,21 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters import ports
-from harness.clusters.plane import Environment as Clusters
 from harness.environment.compose import open_clusters
-from harness.environment.events import EventLog, ObservedEvent
+from harness.environment.core import EnvironmentParts
+from harness.environment.events import EventLog
 from harness.environment.klm_platform import (
     CA_CERTIFICATE,
     watcher_ca_chain,
     watcher_gateway,
 )
-from harness.environment.manager_listeners import ListenerParts, add_listener
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
 from harness.environment.startup import istio_control_plane
 from harness.errors import HarnessError
 from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.gateway.routes import ServiceRegistry, VirtualServiceSync
 from harness.kcp.klm_process import KlmFlags, KlmProcess
 from harness.kcp.lifecycle_manager.manager import COMPONENT as KLM_COMPONENT
-from harness.kcp.listeners import ManagerListener
 from harness.kcp.sidecar import ListenerSidecar
 from harness.kcp.tls_secret import SecretLayoutError, tls_data
 from harness.kube import (
@@ -119,34 +95,18 @@ def webhook_commands(command: Sequence[str]) -> Callable[[str], Sequence[str] | 
     return for_image
 
 
-@dataclass
-class KlmEnvironment:
-    """Handles to every part of an environment around a KLM process."""
+@dataclass(kw_only=True)
+class KlmEnvironment(EnvironmentParts):
+    """Handles to every part of an environment around a KLM process; its :attr:`listeners`
+    are the other managers' (the scenario's ``listeners``)."""
 
-    spec: EnvironmentSpec
-    clusters: Clusters
-    kcp_api: ApiClient
-    skr_apis: dict[str, ApiClient]
     klm: KlmProcess
     cert_manager: CertManager
-    gateway: EnvoyGateway
-    registry: ServiceRegistry
-    sync: VirtualServiceSync
     kubelets: dict[str, Kubelet]
     sidecar: ListenerSidecar
     """Between the gateway and the KLM's listener: the events it accepted, on the wire."""
-    log: EventLog
-    workdir: Path
-    stack: AsyncExitStack
-    listeners: dict[str, ManagerListener] = field(default_factory=dict)
-    """Other managers' listeners (the scenario's ``listeners``), by component."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds each start-up phase took (for the report and the README)."""
-
-    @property
-    def events(self) -> list[ObservedEvent]:
-        """Every event the KLM's listener accepted, in arrival order."""
-        return self.log.events
 
     def kyma_key(self, skr: str) -> str:
         for s in self.spec.skrs:
@@ -285,9 +245,8 @@ async def klm_environment(
             stack=stack,
             timings=timings,
         )
-        parts = ListenerParts(stack, log, registry, gateway, env.listeners, log_dir)
         for listener in spec.listeners:
-            await add_listener(parts, listener.component, listener.service, listener.implementation)
+            await env.add_listener(listener.component, listener.service, listener.implementation)
         if on_running is not None:
             on_running(env)
         await wait_kymas_ready(kcp_api, await _provision(env), ready_within)

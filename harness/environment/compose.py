@@ -1,17 +1,10 @@
 """Bringing the whole flow up on one machine, and down again in reverse.
 
 Start order follows the data flow backwards, so every part finds its target running:
-clusters → CRDs → KCP CA and mesh CA (gateway → listener mTLS, ``harness.kcp.gateway.mesh``) →
-gateway (Envoy) and Istio's controllers (credential and VirtualService sync) → KLM: its
-controller runtime set up as upstream's ``cmd/main.go`` (the Kyma controller with its
-listener, registered as ``klm-controller-manager-events.kcp-system:8082``; the Watcher
-controller, whose Watcher changes re-render every SKR's configuration; the Manifest
-controller; watcher health), one line each (style.md "lifecycle-manager") → the spec's
-extra listeners → SKR fleet (certificates, webhook processes — or in-cluster Deployments,
-``harness.environment.hosting`` —, webhook configurations) → Kymas (kubeconfig Secret and
-KCP Kyma per SKR, as provisioning writes them; the Lifecycle Manager creates the SKR
-Kymas; Ready awaited) and the spec's Watchers (routes and wiring awaited), in the order
-of ``spec.watcher_rollout``. ``AsyncExitStack`` unwinds in reverse, also when a step fails.
+clusters and CRDs → the KCP and mesh CAs → gateway and Istio's controllers → KLM, set up
+as upstream's ``cmd/main.go`` → the listeners → the SKR fleet → the Kymas and the spec's
+Watchers in the order of ``spec.watcher_rollout``. ``AsyncExitStack`` unwinds in reverse,
+also when a step fails.
 """
 
 from __future__ import annotations

@@ -74,9 +74,10 @@ def probes_kyma(watcher: Watcher) -> bool:
     )
 
 
-@dataclass
-class WatcherEnvironment:
-    """Handles to every running part, for flows, tests and the scenario runner."""
+@dataclass(kw_only=True)
+class EnvironmentParts:
+    """What an environment around our KLM and one around a KLM process both hold: the
+    clusters, the gateway with Istio's routing, the listeners and what they accepted."""
 
     spec: EnvironmentSpec
     clusters: Clusters
@@ -85,19 +86,42 @@ class WatcherEnvironment:
     gateway: EnvoyGateway
     registry: ServiceRegistry
     sync: VirtualServiceSync
-    klm: LifecycleManager
-    fleet: SkrFleet
-    controller: WatcherController
-    rotation: CertificateRotation
     workdir: Path
     stack: AsyncExitStack
     log: EventLog = field(default_factory=EventLog)
     listeners: dict[str, ManagerListener] = field(default_factory=dict)
-    """Every manager's listener by component, KLM's (``lifecycle-manager``) included."""
+    """Managers' listeners by component."""
+    mesh: GatewayMesh | None = None
+    """Gateway → listener mTLS (``None``: plain HTTP, ``upstream_mtls=False``)."""
+
+    @property
+    def events(self) -> list[ObservedEvent]:
+        """Every event accepted by every listener, in arrival order (append-only)."""
+        return self.log.events
+
+    async def add_listener(
+        self, component: str, service: Service, implementation: Implementation = "ours"
+    ) -> ManagerListener:
+        """Another manager's listener behind the gateway (:func:`~harness.environment
+        .manager_listeners.add_listener`); stopped with the environment."""
+        log_dir = self.spec.log_dir or self.workdir
+        parts = ListenerParts(
+            self.stack, self.log, self.registry, self.gateway, self.listeners, log_dir, self.mesh
+        )
+        return await add_listener(parts, component, service, implementation)
+
+
+@dataclass(kw_only=True)
+class WatcherEnvironment(EnvironmentParts):
+    """Handles to every running part, for flows, tests and the scenario runner; its
+    :attr:`listeners` include KLM's (``lifecycle-manager``)."""
+
+    klm: LifecycleManager
+    fleet: SkrFleet
+    controller: WatcherController
+    rotation: CertificateRotation
     health: WatcherHealth | None = None
     """KLM's watcher health (``spec.health``; None: off)."""
-    mesh: GatewayMesh | None = None
-    """Gateway → listener mTLS (``None``: the plain-HTTP opt-out, ``upstream_mtls=False``)."""
     reconciles: ReconcileHistory = field(default_factory=ReconcileHistory)
     """The KLM's reconciles as its log shows them (as a KLM process is observed)."""
 
@@ -107,11 +131,6 @@ class WatcherEnvironment:
     def ca(self) -> pki.CertificateAuthority:
         """The KCP CA issuing certificates right now (changes with ``rotate("ca")``)."""
         return self.rotation.ca
-
-    @property
-    def events(self) -> list[ObservedEvent]:
-        """Every event accepted by every listener, in arrival order (append-only)."""
-        return self.log.events
 
     @property
     def timeline(self) -> list[FaultRecord]:
@@ -171,22 +190,6 @@ class WatcherEnvironment:
             raise FaultError(f"no listener {component!r}; have {sorted(self.listeners)}") from None
 
     # -- managers and Watchers --------------------------------------------------------
-
-    async def add_listener(
-        self, component: str, service: Service, implementation: Implementation = "ours"
-    ) -> ManagerListener:
-        """Another manager's listener behind the gateway (:func:`~harness.environment
-        .manager_listeners.add_listener`); stopped with the environment."""
-        parts = ListenerParts(
-            self.stack,
-            self.log,
-            self.registry,
-            self.gateway,
-            self.listeners,
-            self.spec.log_dir or self.workdir,
-            self.mesh,
-        )
-        return await add_listener(parts, component, service, implementation)
 
     async def apply_watcher(self, obj: Mapping[str, Any], within: float = 20.0) -> None:
         """Create or replace a Watcher; return once controller, fleet, route and every SKR's
@@ -313,4 +316,10 @@ class WatcherEnvironment:
         return record
 
 
-__all__ = ["KCP_NAMESPACE", "SKR_NAMESPACE", "WatcherEnvironment", "probes_kyma"]
+__all__ = [
+    "KCP_NAMESPACE",
+    "SKR_NAMESPACE",
+    "EnvironmentParts",
+    "WatcherEnvironment",
+    "probes_kyma",
+]

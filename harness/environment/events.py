@@ -26,20 +26,6 @@ class ObservedEvent:
     kind: str
     received_at: float
 
-    @classmethod
-    def from_listener_event(cls, manager: str, event: ListenerEvent) -> ObservedEvent:
-        watched, gvk = event.event.watched, event.event.watched_gvk
-        return cls(
-            manager=manager,
-            runtime_id=event.runtime_id,
-            namespace=watched.namespace,
-            name=watched.name,
-            group=gvk.group,
-            version=gvk.version,
-            kind=gvk.kind,
-            received_at=event.received_at,
-        )
-
 
 @dataclass(frozen=True)
 class FaultRecord:
@@ -60,7 +46,17 @@ class EventLog:
         self.timeline: list[FaultRecord] = []
 
     def record(self, manager: str, event: ListenerEvent) -> ObservedEvent:
-        observed = ObservedEvent.from_listener_event(manager, event)
+        watched, gvk = event.event.watched, event.event.watched_gvk
+        observed = ObservedEvent(
+            manager=manager,
+            runtime_id=event.runtime_id,
+            namespace=watched.namespace,
+            name=watched.name,
+            group=gvk.group,
+            version=gvk.version,
+            kind=gvk.kind,
+            received_at=event.received_at,
+        )
         self.events.append(observed)
         return observed
 

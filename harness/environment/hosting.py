@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from harness.clusters.plane import Cluster, ClusterBackend
 from harness.clusters.ports import LOOPBACK
 from harness.environment.spec import EnvironmentSpec, SkrSpec
+from harness.skr.base import SkrRuntime
 from harness.skr.errors import SkrInstallError
 from harness.skr.install import SkrInstallation
 from watcher import pki
@@ -65,6 +66,14 @@ def skr_installation(
 ) -> SkrInstallation:
     """The installation of ``skr`` in the spec's webhook mode, starting with ``leaf`` (the
     certificate KLM issued for it) and trusting ``ca_bundle_pem``."""
+    runtime = SkrRuntime(
+        runtime_id=skr.runtime_id,
+        skr_domain=skr.skr_domain,
+        ca=ca,
+        ca_bundle_pem=ca_bundle_pem,
+        certificate=skr.certificate,
+        leaf=leaf,
+    )
     if in_cluster(spec):
         from harness.skr.in_cluster import InClusterSkrInstallation
 
@@ -76,27 +85,12 @@ def skr_installation(
             )
 
         image = (os.environ if env is None else env).get(ENV_IMAGE, "")
-        return InClusterSkrInstallation(
-            cluster,
-            runtime_id=skr.runtime_id,
-            skr_domain=skr.skr_domain,
-            ca=ca,
-            ca_bundle_pem=ca_bundle_pem,
-            kcp_addr=f"{host_address}:{gateway_port}",
-            image=image,
-            certificate=skr.certificate,
-            leaf=leaf,
-        )
+        kcp_addr = f"{host_address}:{gateway_port}"
+        return InClusterSkrInstallation(cluster, kcp_addr=kcp_addr, image=image, **runtime)
     return SkrInstallation(
         cluster,
-        runtime_id=skr.runtime_id,
-        skr_domain=skr.skr_domain,
-        ca=ca,
-        ca_bundle_pem=ca_bundle_pem,
-        leaf=leaf,
         kcp_addr=f"{LOOPBACK}:{gateway_port}",
         delivery_mode=spec.delivery_mode_of(skr),
-        certificate=skr.certificate,
         log_level="WARNING",
         extra_env=dict(spec.webhook_env),
         log_dir=spec.log_dir,
@@ -105,4 +99,5 @@ def skr_installation(
         command=spec.backend.webhook_command,
         isolation=spec.backend.webhook_isolation,
         attached=skr.create_kyma,
+        **runtime,
     )

@@ -86,14 +86,14 @@ async def _certificates(
             await rotation.rotate_leaves(list(skrs) or None)
             return f"leaves of {', '.join(skrs) if skrs else 'every SKR'}"
         case RotateCa():
-            await rotation.rotate_ca()
+            await rotation.cas.rotate()  # the rest follows KLM's timing
             return (
                 f"new CA {rotation.ca.common_name} in the gateway's bundle; certificates "
                 "follow in each Kyma's next reconcile"
             )
         case DropOldCa():
             try:
-                await rotation.drop_old_ca()
+                await rotation.cas.drop_old()  # refused while the gateway serves an older CA
             except RotationError as exc:
                 raise FaultError(str(exc)) from None
             return f"trusting only {rotation.ca.common_name}"

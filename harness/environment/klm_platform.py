@@ -1,24 +1,9 @@
 """What a KCP gives any Lifecycle Manager before it starts, as KLM's deployment writes it.
 
-KLM's own configuration (``config/certmanager/certificate_watcher.yaml`` and
-``config/watcher/gateway.yaml`` in kyma-project/lifecycle-manager) deploys, beside the
-manager, a cert-manager chain for the Runtime Watcher and the Istio Gateway its Watchers
-attach to. The harness writes the same objects, adapted only where a loopback machine
-differs from a landscape:
-
-* a self-signed root ``Issuer istio-system/klm-watcher-root``, the CA ``Certificate
-  istio-system/klm-watcher-serving`` (``isCA``, Secret ``klm-watcher``, 90 days, renewed 61
-  days before, RSA 4096, KLM's subject) and the CA ``Issuer
-  istio-system/klm-watcher-selfsigned`` (KLM's ``--self-signed-cert-issuer-name``) that
-  signs each Kyma's ``<kyma>-webhook-tls``. The CA doubles as the gateway's serving
-  certificate, so its SANs name the address the SKR webhooks dial — here the gateway's
-  loopback address instead of ``listener.kyma.cloud.sap``;
-* the ``Gateway kcp-system/klm-watcher`` (one server, one host, HTTPS ``MUTUAL`` TLS 1.3,
-  ``credentialName: klm-istio-gateway``) whose host and port KLM puts into every SKR
-  webhook's ``KCP_ADDR`` — here the gateway's real loopback address and port, so no
-  ``--listener-port-overwrite`` is needed.
-
-Pure: dicts only; the environment applies them and the harness's cert-manager issues.
+KLM's cert-manager chain for the Runtime Watcher and its Istio Gateway (docs/any-klm.md
+lists the objects), adapted only where a loopback machine differs from a landscape: the
+CA's SANs and the Gateway's host and port name the real gateway's loopback address, so
+KLM's ``KCP_ADDR`` is right without ``--listener-port-overwrite``. Pure: dicts only.
 """
 
 from __future__ import annotations

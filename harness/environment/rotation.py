@@ -133,14 +133,6 @@ class CertificateRotation:
             await asyncio.sleep(0.05)  # set by the Kyma reconcile
         await inst.wait_serving(inst.leaf, within=max(deadline - loop.time(), 1.0))
 
-    async def rotate_ca(self) -> None:
-        """A new CA in the bundle, trusted by the gateway; the rest follows KLM's timing."""
-        await self.cas.rotate()
-
-    async def drop_old_ca(self) -> None:
-        """Trust only the newest CA (refused while the gateway serves an older one)."""
-        await self.cas.drop_old()
-
     def current(self) -> list[str]:
         """What still uses an older CA than the issuing one (empty: the rotation is done)."""
         issuing = self.ca.certificate.subject

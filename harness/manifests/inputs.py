@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 from cryptography import x509
-from cryptography.x509.oid import NameOID
 
 from harness.errors import HarnessError
 from watcher import pki
 from watcher.domain import KCP_NAMESPACE
+from watcher.listener.certs import subject_alt_names
 from watcher.model import Contract
 from watcher.render.kcp_manifests import GATEWAY_NAME, KcpManifestParams, Runtime
 from watcher.render.skr_manifests import NetworkPolicyMode, SkrManifestParams, kcp_port
@@ -105,28 +105,14 @@ def _certificate(pem: bytes, where: Path) -> x509.Certificate:
 
 
 def _sans(cert: x509.Certificate) -> set[str]:
-    try:
-        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return set()
-    names = set(ext.get_values_for_type(x509.DNSName))
-    names.update(str(ip) for ip in ext.get_values_for_type(x509.IPAddress))
-    return names
-
-
-def _common_name(cert: x509.Certificate) -> str:
-    values = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
-    return str(values[0].value) if values else ""
+    names = subject_alt_names(cert)
+    return {*names.dns, *names.ips}
 
 
 def _skr_domain(cert: x509.Certificate) -> str:
     """The runtime certificate's skr-domain: its first DNS SAN that is no Service name."""
-    try:
-        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return ""
     others = (*pki.WEBHOOK_SERVICE_SANS, "localhost")
-    return next((n for n in ext.get_values_for_type(x509.DNSName) if n not in others), "")
+    return next((n for n in subject_alt_names(cert).dns if n not in others), "")
 
 
 def load_pki(directory: Path) -> Pki:
@@ -159,9 +145,9 @@ def check_pki(
     skr = _certificate(material.skr_cert, Path(where) / "skr.crt")
     kcp = _certificate(material.kcp_cert, Path(where) / "kcp.crt")
     problems = []
-    if _common_name(skr) != runtime_id:
+    if pki.name_cn(skr.subject) != runtime_id:
         problems.append(
-            f"skr.crt has CN {_common_name(skr)!r} but the runtime id is {runtime_id!r}"
+            f"skr.crt has CN {pki.name_cn(skr.subject)!r} but the runtime id is {runtime_id!r}"
         )
     if skr_domain not in _sans(skr):
         problems.append(f"skr.crt does not carry the skr-domain {skr_domain!r} as a SAN")
@@ -247,7 +233,7 @@ def build_inputs(
     else:
         material = load_pki(certs)
         cert = _certificate(material.skr_cert, certs / "skr.crt")
-        runtime_id = runtime_id or _common_name(cert)
+        runtime_id = runtime_id or pki.name_cn(cert.subject)
         skr_domain = skr_domain or _skr_domain(cert)
         check_pki(
             material,

@@ -1,26 +1,12 @@
 """The SKR webhook in-cluster: the image behind a *service* clientConfig, for real clusters.
 
-With ``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster`` (kubeconfig and kind backends) an SKR is
-installed from :func:`watcher.render.skr_manifests.render_skr_manifests` instead of a
-process on this host: :class:`InClusterSkrInstallation` issues the runtime certificate,
-server-side applies the Namespace, ServiceAccount, PriorityClass, TLS Secret, Services,
-Deployment and NetworkPolicies (``harness.manifests.apply``), and waits — bounded — for
-the Deployment to become Available. The pods reach KCP at ``kcp_addr`` (the host address
-plus the gateway port). ``skr-webhook`` is rendered on every Watcher change like the host
-mode, but with the service clientConfig; leaving deletes everything applied, in reverse
-(the kubeconfig backend's ownership cleanup removes whatever is left).
-
-Faults on ``webhook/<skr>`` become Kubernetes operations (there is no process to signal):
-``kill`` deletes the pods at once (grace period 0: no drain, like SIGKILL; the Deployment
-makes a new one), ``stop`` scales the Deployment to 0 (the pod gets SIGTERM and drains),
-``start`` scales it to 1 and waits for Available, ``restart`` is both. Metrics are read
-through the API server's service proxy (``.../services/skr-webhook-metrics:2112/proxy/
-metrics``), so no port on the node needs to be reachable. Certificate rotation is
-refused (the mounted Secret reaches the pod only through the kubelet's sync, which the
-harness does not control).
-
-All Kubernetes calls go through :class:`~harness.skr.cluster_calls.ClusterCalls`; unit
-tests pass a fake.
+With ``WATCHER_HARNESS_WEBHOOK_MODE=in-cluster`` an SKR is installed from
+:func:`watcher.render.skr_manifests.render_skr_manifests` instead of a process on this
+host; faults become Kubernetes operations (there is no process to signal) and metrics are
+read through the API server's service proxy (docs/manifests.md, "in-cluster webhook
+mode"). Certificate rotation is refused: the mounted Secret reaches the pod only through
+the kubelet's sync, which the harness does not control. All Kubernetes calls go through
+:class:`~harness.skr.cluster_calls.ClusterCalls`; unit tests pass a fake.
 """
 
 from __future__ import annotations

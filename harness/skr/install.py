@@ -1,22 +1,11 @@
 """What KLM installs into one SKR, for a local cluster: certificate, Secret, webhook, VWC.
 
-:class:`SkrInstallation` is an async context manager per SKR cluster. Entering issues the
-runtime certificate (see :mod:`harness.skr.certs`), writes ``tls.crt``/``tls.key``/``ca.crt``
-into a directory it owns (the "mounted Secret"), creates ``kyma-system`` if missing and the
-Secret ``kyma-system/skr-webhook-tls``, and starts ``watcher-webhook`` as a real process
-(with its durable spool in ``<directory>/spool`` unless ``spool=False``: it outlives a
-killed webhook, so the restarted one replays the events the killed one had queued).
-:meth:`SkrInstallation.apply_watchers` renders ``skr-webhook`` from all Watchers with an
-URL client config (``https://<host address>:<port>/validate/<manager>``, as envtest wires
-webhooks; the host address is ``127.0.0.1`` unless API servers elsewhere must reach the
-webhook, see ``WATCHER_HARNESS_HOST_ADDRESS``). Leaving removes the VWC and the Secret,
-stops the process and deletes the directory — in reverse order of creation, also when
-entering failed half-way.
-
-The namespace ``kyma-system`` is left in place: a local cluster has no namespace
-controller, so a deleted namespace would stay ``Terminating`` forever. What it shares with
-the in-cluster mode is in :mod:`harness.skr.base`, the objects and how they are written in
-:mod:`harness.skr.objects`, the look at the served certificate in :mod:`harness.skr.serving`.
+:class:`SkrInstallation` runs ``watcher-webhook`` as a real process on this host, its
+"mounted Secret" a directory it owns and its durable spool there (it outlives a killed
+webhook, so the restarted one replays what the killed one had queued); ``skr-webhook``
+gets a URL clientConfig, as envtest wires webhooks. Leaving undoes every step in reverse,
+also when entering failed half-way, but leaves ``kyma-system``: a local cluster has no
+namespace controller, so a deleted namespace would stay ``Terminating`` forever.
 """
 
 from __future__ import annotations
@@ -75,18 +64,13 @@ class SkrInstallation(SkrInstallationBase):
         attached: bool = True,
         **runtime: Unpack[SkrRuntime],
     ) -> None:
-        """``attached``: the SKR has a Kyma whose reconcile owns this watcher (default);
-        ``False`` for an SKR provisioned without one: its Secret and ``skr-webhook``
-        reach the SKR only with the first :meth:`repair` (the Kyma's reconcile), as KLM
-        installs the Runtime Watcher per Kyma (``runtime``: see :class:`SkrRuntime`);
-        ``log_dir`` keeps the webhook log after uninstall (default: inside the owned
-        directory, deleted with it); ``extra_env``
-        adds ``WATCHER_*`` knobs (it wins, so ``WATCHER_SPOOL_DIR=""`` also turns the
-        spool off); ``spool``: see the module; ``host_address``: how the API server
-        reaches this host (url clientConfig and a SAN); ``bind_host``: what the webhook
-        binds (default: see :func:`bind_address`); ``command``: bring your own webhook
-        (any program taking upstream's environment contract, run instead of ours, in a
-        network namespace of its own unless ``isolation`` is ``none``)."""
+        """``attached``: a Kyma's reconcile owns this watcher (``False``: the Secret and
+        ``skr-webhook`` reach the SKR only with the first :meth:`repair`, as KLM installs the
+        Runtime Watcher per Kyma); ``log_dir`` keeps the webhook log after uninstall;
+        ``extra_env`` wins over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off);
+        ``host_address``: how the API server reaches this host (url clientConfig and a
+        SAN); ``bind_host``: default :func:`bind_address`; ``command``: bring your own
+        webhook (see :class:`WebhookConfig`)."""
         super().__init__(cluster, **runtime)
         self.host_address = host_address
         self._config = WebhookConfig(

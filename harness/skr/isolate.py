@@ -11,38 +11,22 @@ nothing but its own loopback and bridges exactly three TCP paths through Unix so
     TCP <metrics>   ──▶ port-1.sock ──▶ TCP 127.0.0.1:<METRICS_PORT>
     TCP <gateway>   ◀── kcp.sock    ◀── TCP 127.0.0.1:<port of KCP_ADDR>
 
-Bytes pass unchanged (TLS end to end; :mod:`harness.skr.bridge` copies them), so the API
-server, the harness's probes and the gateway see the command as if it listened on
-``<admission>`` itself, and the command reaches the gateway at ``KCP_ADDR=127.0.0.1:<gateway
-port>`` — an address whose certificate SAN (``127.0.0.1``) the gateway's serving
-certificate carries.
+Bytes pass unchanged (TLS end to end, :mod:`harness.skr.bridge`), so the API server, the
+probes and the gateway see the command as if it listened on ``<admission>`` itself.
+``--publish HOST:PORT:TARGET`` (repeatable) bridges ``HOST:PORT`` here to
+``127.0.0.1:TARGET`` inside, as a container port on a host port (``--admission`` and
+``--metrics`` are ``--publish`` with ``TARGET`` equal to ``PORT``). A ``--kcp`` host that
+resolves to loopback only (``localhost``) keeps its name in ``KCP_ADDR``, so the command
+checks the gateway's certificate against the name it was given.
 
-``--publish HOST:PORT:TARGET`` (repeatable) serves ``HOST:PORT`` on this host and bridges
-it to ``127.0.0.1:TARGET`` inside — a container port reachable on a host port, for any
-number of ports (``--admission``/``--metrics`` are ``--publish`` with ``TARGET`` equal to
-``PORT``). When ``--kcp`` names a host that resolves to loopback (``localhost``), the
-namespace side listens on that loopback address and ``KCP_ADDR`` keeps the name, so the
-command checks the gateway's certificate against the name it was given; any other host
-is reached as ``127.0.0.1:<port>`` inside (``KCP_ADDR`` says so).
-
-All three processes share one process group (the caller's ``OwnedProcess`` stops it by
-group id): SIGTERM reaches the command directly; the launcher and the bridge keep
-bridging until it has exited (so a draining webhook still reaches the KCP) and then exit
-with its status. A namespace needs ``CAP_SYS_ADMIN`` (root here); without it the
-launcher exits 3 saying so.
-
-Usage (what :class:`harness.skr.webhook.WebhookProcess` runs)::
+All three processes share one process group: SIGTERM reaches the command directly; the
+launcher and the bridge keep bridging until it has exited (a draining webhook still
+reaches the KCP), then exit with its status. A namespace needs ``CAP_SYS_ADMIN``; without
+it the launcher exits 3 saying so. Usage (as :class:`harness.skr.webhook.WebhookProcess`
+and ``harness.platform.kubelet`` run it)::
 
     python -m harness.skr.isolate --admission 127.0.0.1:8443 --metrics 127.0.0.1:2112 \\
         --kcp 127.0.0.1:30443 -- CMD [ARG...]
-
-The command gets the environment of this process with ``KCP_ADDR`` pointed at the
-bridge; ``WEBHOOK_PORT`` and ``METRICS_PORT`` must be the admission and metrics ports
-(with ``--publish``: the ``TARGET`` ports, e.g. a Deployment's container ports, as
-``harness.platform.kubelet`` runs a pod)::
-
-    python -m harness.skr.isolate --publish 127.0.0.1:41007:8443 \\
-        --publish 127.0.0.1:41008:2112 --kcp localhost:30443 -- CMD [ARG...]
 """
 
 from __future__ import annotations

@@ -98,14 +98,10 @@ def webhook_env(
     metrics_port: int,
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Upstream's variables (WEBHOOK_PORT, METRICS_PORT, CA_CERT, TLS_CERT, TLS_KEY, KCP_ADDR,
-    KCP_CONTRACT) plus the bind hosts (admission: ``config.bind_host``; metrics: loopback),
-    delivery mode, reload interval and spool directory;
-    ``base`` (default ``os.environ``) provides PATH and the like, ``config.extra_env`` wins
-    over everything (``WATCHER_SPOOL_DIR=""`` turns the spool off).
-
-    A bring-your-own command (``config.command``) gets upstream's variables only (and
-    ``config.extra_env``): none of ours, also none inherited from ``base``."""
+    """Upstream's contract (:func:`upstream_contract`) plus ours: bind hosts, delivery
+    mode, reload interval, spool; ``base`` (default ``os.environ``) provides PATH and the
+    like, ``config.extra_env`` wins. A bring-your-own command gets upstream's contract
+    (and ``extra_env``) only: none of ours, also none inherited from ``base``."""
     env = dict(os.environ if base is None else base)
     if config.command:
         env = {k: v for k, v in env.items() if not k.startswith("WATCHER_") and k != "KCP_ADDR"}

@@ -13,6 +13,7 @@ from harness.clusters import procfs
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -124,6 +125,19 @@ async def paced(
     if errors:
         raise errors[0]
     return started, loop.time() - start
+
+
+async def each_bounded(
+    items: Iterable[T], in_flight: int, action: Callable[[T], Awaitable[object]]
+) -> None:
+    """``action(item)`` for every item with at most ``in_flight`` running (a worker pool)."""
+    shared = iter(items)
+
+    async def worker() -> None:
+        for item in shared:  # shared iterator: each item is taken once
+            await action(item)
+
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
 
 
 def own_cpu_seconds() -> float:

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,14 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from harness.aio import spawn, stop_tasks
-from harness.bench.common import BenchContext, cpu_seconds, delta, rss_mib, times_by_key
+from harness.bench.common import (
+    BenchContext,
+    cpu_seconds,
+    delta,
+    each_bounded,
+    rss_mib,
+    times_by_key,
+)
 from harness.bench.fleet_load import LoadPlan, send_one
 from harness.bench.fleet_plan import (
     DepthSample,
@@ -98,19 +105,6 @@ def kyma_object(i: int) -> dict[str, Any]:
     }
 
 
-async def bounded(count: int, in_flight: int, action: Callable[[int], Awaitable[None]]) -> None:
-    """``action(i)`` for i < ``count`` with at most ``in_flight`` running (a worker pool)."""
-    indices = iter(range(count))
-
-    async def worker() -> None:
-        for i in indices:  # shared iterator: each index is taken once
-            await action(i)
-
-    async with asyncio.TaskGroup() as tg:
-        for _ in range(min(in_flight, count)):
-            tg.create_task(worker())
-
-
 async def prepare_kcp(api: ApiClient) -> None:
     """``kcp-system``, the Kyma CRD as the harness installs it, and the first-write wait."""
     await ensure_namespace(api, KCP_NAMESPACE)
@@ -125,7 +119,7 @@ async def create_kymas(api: ApiClient, n: int, in_flight: int) -> float:
             await create(api, KYMAS, kyma_object(i))
 
     started = time.monotonic()
-    await bounded(n, in_flight, one)
+    await each_bounded(range(n), in_flight, one)
     return time.monotonic() - started
 
 

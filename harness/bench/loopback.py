@@ -26,12 +26,15 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from harness.bench.common import each_bounded
+from harness.bench.model import Table
+from harness.bench.writer import table_markdown
 from harness.clusters.ports import free_port
 from harness.clusters.probes import http_probe
 from harness.clusters.process import NotReady, OwnedProcess
@@ -294,15 +297,13 @@ async def measure_throughput(
         webhook_client(files, url, kcp_metrics, in_flight=in_flight) as client,
     ):
         base = await client.accepted()
-        indices = iter(range(events))
 
-        async def worker() -> None:
-            for i in indices:  # shared iterator: each index is taken once
-                await client.admit(encoded_review(i))
+        async def admit(i: int) -> None:
+            await client.admit(encoded_review(i))
 
         started = time.perf_counter()
         async with asyncio.timeout(budget_s):
-            await asyncio.gather(*(worker() for _ in range(in_flight)))
+            await each_bounded(range(events), in_flight, admit)
             admitted = time.perf_counter() - started
             while await client.accepted() - base < events:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)  # the count lives in another process
@@ -317,40 +318,36 @@ async def measure_throughput(
 
 
 def render_markdown(lat: list[LatencyResult], thr: ThroughputResult, meta: dict[str, Any]) -> str:
-    lines = [
-        "# Loopback benchmark: webhook ↔ KCP listener",
-        "",
-        f"Produced by `{meta['command']}` on {meta['date']} ({meta['cores']} cores, "
-        f"Python {meta['python']}, watcher {meta['version']}). Webhook and KCP listener run as "
-        "separate processes on 127.0.0.1 with mTLS; the client (this process) plays the SKR "
-        "API server. Numbers from a noisy 2-core machine: compare rows, not absolute values.",
-        "",
-        "## Admission latency (POST /validate → answer)",
-        "",
-        "| delivery mode | KCP answers after | samples | p50 ms | p99 ms | max ms |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in lat:
-        lines.append(
-            f"| {r.mode} | {r.kcp_delay_s:g} s | {r.samples} | {r.p50_ms} | {r.p99_ms} | "
-            f"{r.max_ms} |"
-        )
-    lines += [
-        "",
+    latency = Table(
+        "Admission latency (POST /validate → answer)",
+        ("delivery mode", "KCP answers after", "samples", "p50 ms", "p99 ms", "max ms"),
+        tuple(
+            (r.mode, f"{r.kcp_delay_s:g} s", r.samples, r.p50_ms, r.p99_ms, r.max_ms) for r in lat
+        ),
         "`sync` is upstream's behaviour (the admission waits for the KCP); `async` is ours "
         "(the event is queued and delivered in the background, so the API server never waits "
         "for the KCP).",
-        "",
-        "## Events per second, webhook → listener",
-        "",
-        "| events | admissions in flight | seconds (until the listener accepted all) "
-        "| events/s | admissions/s |",
-        "|---|---|---|---|---|",
-        f"| {thr.events} | {thr.in_flight} | {thr.seconds} | {thr.events_per_s} | "
-        f"{thr.admissions_per_s} |",
-        "",
-    ]
-    return "\n".join(lines)
+    )
+    heads = ("events", "admissions in flight", "seconds (until the listener accepted all)")
+    events = Table(
+        "Events per second, webhook → listener",
+        (*heads, "events/s", "admissions/s"),
+        (astuple(thr),),
+    )
+    return "\n".join(
+        [
+            "# Loopback benchmark: webhook ↔ KCP listener",
+            "",
+            f"Produced by `{meta['command']}` on {meta['date']} ({meta['cores']} cores, "
+            f"Python {meta['python']}, watcher {meta['version']}). Webhook and KCP listener run "
+            "as separate processes on 127.0.0.1 with mTLS; the client (this process) plays the "
+            "SKR API server. Numbers from a noisy 2-core machine: compare rows, not absolute "
+            "values.",
+            "",
+            *table_markdown(latency),
+            *table_markdown(events),
+        ]
+    )
 
 
 async def run(quick: bool) -> None:

@@ -23,22 +23,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aiohttp
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from prometheus_client import generate_latest
 
 from harness.bench.common import BenchContext, cpu_seconds, paced
 from harness.bench.model import BenchResult, Table, Target
 from harness.clusters.ports import free_port
+from watcher import pki
 from watcher.health.monitor import HealthMonitor
 from watcher.health.state import Policy, State
 from watcher.listener import XFCC_HEADER, format_xfcc
@@ -98,25 +94,12 @@ async def monitor_cost(runtimes: int, interval: float, window: float) -> Monitor
 
 
 def _certificates(runtimes: int) -> list[str]:
-    """One XFCC header per runtime: a certificate with CN = its runtime id (one EC key)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    issuer = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench-ca")])
-    headers = []
-    for n in range(runtimes):
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"runtime-{n:05d}")])
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(issuer)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + dt.timedelta(days=1))
-            .sign(key, hashes.SHA256())
-        )
-        headers.append(format_xfcc(cert))
-    return headers
+    """One XFCC header per runtime: a certificate with CN = its runtime id."""
+    ca = pki.create_ca("bench-ca", key_type="ec")
+    return [
+        format_xfcc(pki.issue(ca, f"runtime-{n:05d}", key_type="ec").certificate)
+        for n in range(runtimes)
+    ]
 
 
 async def listener_cost(runtimes: int, interval: float, window: float) -> ListenerCost:

@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 from prometheus_client import generate_latest
@@ -34,6 +36,8 @@ from prometheus_client import generate_latest
 from harness.bench.common import BenchContext, cpu_seconds, paced
 from harness.bench.model import BenchResult, Table, Target
 from harness.clusters.ports import free_port
+from harness.clusters.probes import http_probe
+from harness.clusters.process import OwnedProcess
 from watcher import pki
 from watcher.health.monitor import HealthMonitor
 from watcher.health.state import Policy, State
@@ -105,22 +109,21 @@ def _certificates(runtimes: int) -> list[str]:
 async def listener_cost(runtimes: int, interval: float, window: float) -> ListenerCost:
     headers = _certificates(runtimes)
     port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "watcher.listener.cli",
-        "--component",
-        "watcher-health",
-        "--port",
-        str(port),
-        "--insecure-trust-any-xfcc",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    argv = [sys.executable, "-m", "watcher.listener.cli", "--component", "watcher-health",
+            "--port", str(port), "--insecure-trust-any-xfcc"]  # fmt: skip
     url = f"http://127.0.0.1:{port}/v2/watcher-health/event"
-    try:
-        async with aiohttp.ClientSession() as session:
-            await _until_up(session, url)
+    with tempfile.TemporaryDirectory(prefix="bench-health-") as tmp:
+        async with (
+            aiohttp.ClientSession() as session,
+            OwnedProcess(
+                "watcher-listener",
+                argv,
+                log_path=Path(tmp) / "listener.log",
+                probe=http_probe(session, url, lambda s, _: True),  # 405 for GET: it answers
+                ready_timeout=15.0,
+            ) as process,
+        ):
+            assert process.pid is not None
             before = cpu_seconds(process.pid) or 0.0
 
             async def post(i: int) -> None:
@@ -134,23 +137,7 @@ async def listener_cost(runtimes: int, interval: float, window: float) -> Listen
                 rate, count=int(rate * window) + 1, duration=window, action=post
             )
             after = cpu_seconds(process.pid) or 0.0
-    finally:
-        process.terminate()
-        await process.wait()
     return ListenerCost(sent, seconds, after - before)
-
-
-async def _until_up(session: aiohttp.ClientSession, url: str, within: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        try:
-            async with session.get(url):
-                return  # 405 for GET: the listener answers
-        except aiohttp.ClientConnectionError:
-            if loop.time() > deadline:
-                raise RuntimeError("watcher-listener did not start") from None
-            await asyncio.sleep(0.05)  # the subprocess binds its port
 
 
 async def measure(

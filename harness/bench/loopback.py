@@ -36,7 +36,7 @@ from harness.bench.common import each_bounded
 from harness.bench.model import Table
 from harness.bench.writer import table_markdown
 from harness.clusters.ports import free_port
-from harness.clusters.probes import http_probe
+from harness.clusters.probes import http_probe, readyz_probe
 from harness.clusters.process import NotReady, OwnedProcess
 from harness.report.stats import percentile
 from watcher import __version__, pki
@@ -179,9 +179,7 @@ async def kcp_and_webhook_processes(
                 env=env,
                 log_path=logs / f"webhook-{mode}-{delay}.log",
                 probe=(
-                    http_probe(
-                        session, f"http://127.0.0.1:{metrics_port}/readyz", lambda s, _: s == 200
-                    )
+                    readyz_probe(session, f"http://127.0.0.1:{metrics_port}")
                     if foreign is None
                     else http_probe(
                         session,

@@ -62,18 +62,14 @@ class Sample:
 
 @dataclass(frozen=True)
 class Write:
-    """A spec change of one SKR's Kyma (epoch seconds, before the PATCH was sent)."""
+    """A runtime's moment (epoch seconds): a spec change of its SKR's Kyma (before the PATCH
+    was sent), or as :data:`Seen` an event the KLM's listener accepted for it (on the wire)."""
 
     at: float
     runtime_id: str
 
 
-@dataclass(frozen=True)
-class Seen:
-    """An event the KLM's listener accepted, on the wire (epoch seconds)."""
-
-    at: float
-    runtime_id: str
+Seen = Write
 
 
 @dataclass

@@ -48,6 +48,16 @@ def delta(before: float | None, after: float | None, *, digits: int = 2) -> floa
     return None if before is None or after is None else round(after - before, digits)
 
 
+def per(
+    before: float | None, after: float | None, count: float, *, scale: float = 1000.0
+) -> float | None:
+    """``scale`` x the growth of a counter (CPU seconds, run-queue wait) per item or per second
+    between two readings; None when either failed or there is nothing to divide by."""
+    if before is None or after is None or count <= 0:
+        return None
+    return round(scale * (after - before) / count, 3)
+
+
 def times_by_key(pairs: Iterable[tuple[K, float]]) -> dict[K, list[float]]:
     """Key → its times, sorted (to bisect for the first one at or after a moment)."""
     found: dict[K, list[float]] = {}

@@ -29,6 +29,7 @@ from harness.bench.common import (
     cpu_seconds,
     loadavg,
     paced,
+    per,
     run_queue_wait_seconds,
 )
 from harness.bench.loopback import (
@@ -371,12 +372,6 @@ def _summary(times: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def _cores(cpu0: float | None, cpu1: float | None, seconds: float) -> float | None:
-    if cpu0 is None or cpu1 is None or seconds <= 0:
-        return None
-    return round((cpu1 - cpu0) / seconds, 3)
-
-
 async def _measure(
     files: Files,
     logs: Path,
@@ -444,7 +439,7 @@ async def _measure(
         "sustained": {
             **sustained,
             "admission_latency_at_saturation": _summary(saturated),
-            "webhook_cores_used": _cores(cpu0, cpu1, window),
+            "webhook_cores_used": per(cpu0, cpu1, window, scale=1),
             "cpu_stat": (stat1 - stat0).to_json(),
             "times_upstream": times_upstream(sustained["events_per_s"], variant.rsa_bits),
         },
@@ -472,15 +467,12 @@ async def _paced_latency(
             max_in_flight=admitter.in_flight,
         )
     stat1, cpu1, wait1 = limit.stat(), cpu_seconds(pid), run_queue_wait_seconds(pid)
-    wait_ms = None
-    if wait0 is not None and wait1 is not None and sent:
-        wait_ms = round(1000 * (wait1 - wait0) / sent, 3)
     return {
         "rate_per_s": rate,
         "achieved_per_s": round(sent / elapsed, 1) if elapsed else None,
         **_summary(times),
-        "webhook_cores_used": _cores(cpu0, cpu1, elapsed),
-        "run_queue_wait_ms_per_admission": wait_ms,
+        "webhook_cores_used": per(cpu0, cpu1, elapsed, scale=1),
+        "run_queue_wait_ms_per_admission": per(wait0, wait1, sent),
         "cpu_stat": (stat1 - stat0).to_json(),
     }
 

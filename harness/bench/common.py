@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +47,12 @@ def rss_mib(pid: int | None) -> float | None:
 def delta(before: float | None, after: float | None, *, digits: int = 2) -> float | None:
     """``after - before`` of two readings (e.g. CPU seconds), None when either failed."""
     return None if before is None or after is None else round(after - before, digits)
+
+
+def first_at_or_after(times: Sequence[float], at: float) -> float | None:
+    """The earliest of sorted ``times`` not before ``at``; None if every one is."""
+    i = bisect.bisect_left(times, at)
+    return times[i] if i < len(times) else None
 
 
 def per(

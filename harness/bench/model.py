@@ -76,7 +76,8 @@ class BenchResult:
 
     name: str
     title: str
-    seconds: float
+    seconds: float = 0.0
+    """Wall time; the suite sets it for the benchmarks it runs."""
     description: str = ""
     tables: tuple[Table, ...] = ()
     targets: tuple[Target, ...] = ()

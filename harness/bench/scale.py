@@ -199,7 +199,6 @@ def _generator_text(generator: LoadGenerator) -> str:
 
 
 async def run_scale(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     root = ctx.logs("scale-pki")
     logs = ctx.logs("scale")
     ca, gateway_tls = gateway_pki(root)
@@ -277,7 +276,6 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="scale",
         title="4. Gateway + listener scale (10 / 100 / 1,000 SKRs)",
-        seconds=time.monotonic() - started,
         description=(
             "Real Envoy (TLS 1.3, client certificates from the KCP CA, XFCC) in front of the "
             "real listener in its own process, XFCC identity, SAN pinning on."

@@ -253,7 +253,6 @@ def _targets(
 
 
 async def run_throughput(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     foreign = os.environ.get(ENV_WEBHOOK_COMMAND, "").strip() or None
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
@@ -309,7 +308,6 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="throughput",
         title="3. Webhook throughput",
-        seconds=time.monotonic() - started,
         description=(
             "`watcher-webhook` and a KCP stub as separate processes on 127.0.0.1 with mTLS; "
             "this process posts AdmissionReviews like an API server would."

@@ -51,27 +51,23 @@ BODY = (
 
 
 @dataclass(frozen=True)
-class MonitorCost:
-    heartbeats: int
+class Cost:
+    """CPU seconds one part spent on ``count`` heartbeats (monitor) or events (listener)."""
+
+    count: int
     cpu_s: float
-    scrape_ms: float
-    scrape_bytes: int
-    healthy: int
+    seconds: float = 0.0
 
     @property
-    def us_per_heartbeat(self) -> float:
-        return self.cpu_s / max(1, self.heartbeats) * 1e6
+    def us_per_item(self) -> float:
+        return self.cpu_s / max(1, self.count) * 1e6
 
 
 @dataclass(frozen=True)
-class ListenerCost:
-    events: int
-    seconds: float
-    cpu_s: float
-
-    @property
-    def us_per_event(self) -> float:
-        return self.cpu_s / max(1, self.events) * 1e6
+class MonitorCost(Cost):
+    scrape_ms: float = 0.0
+    scrape_bytes: int = 0
+    healthy: int = 0
 
 
 async def monitor_cost(runtimes: int, interval: float, window: float) -> MonitorCost:
@@ -94,7 +90,7 @@ async def monitor_cost(runtimes: int, interval: float, window: float) -> Monitor
         scraped = generate_latest(monitor.metrics.registry)
         scrape_ms = (time.perf_counter() - started) * 1000
         healthy = sum(1 for s in monitor.snapshot() if s.health.state is State.HEALTHY)
-    return MonitorCost(int(sent), cpu1 - cpu0, scrape_ms, len(scraped), healthy)
+    return MonitorCost(int(sent), cpu1 - cpu0, window, scrape_ms, len(scraped), healthy)
 
 
 def _certificates(runtimes: int) -> list[str]:
@@ -106,7 +102,7 @@ def _certificates(runtimes: int) -> list[str]:
     ]
 
 
-async def listener_cost(runtimes: int, interval: float, window: float) -> ListenerCost:
+async def listener_cost(runtimes: int, interval: float, window: float) -> Cost:
     headers = _certificates(runtimes)
     port = free_port()
     argv = [sys.executable, "-m", "watcher.listener.cli", "--component", "watcher-health",
@@ -137,23 +133,23 @@ async def listener_cost(runtimes: int, interval: float, window: float) -> Listen
                 rate, count=int(rate * window) + 1, duration=window, action=post
             )
             after = cpu_seconds(process.pid) or 0.0
-    return ListenerCost(sent, seconds, after - before)
+    return Cost(sent, after - before, seconds)
 
 
 async def measure(
     runtimes: int, interval: float, window: float
-) -> tuple[MonitorCost, ListenerCost, list[tuple[str, str]]]:
+) -> tuple[MonitorCost, Cost, list[tuple[str, str]]]:
     """Both parts measured; the rows of the table ``docs/health.md`` records."""
     monitor = await monitor_cost(runtimes, interval, window)
     listener = await listener_cost(runtimes, interval, window)
     rate = runtimes / interval
-    cores = (monitor.us_per_heartbeat + listener.us_per_event) * rate / 1e6
+    cores = (monitor.us_per_item + listener.us_per_item) * rate / 1e6
     rows = [
         ("runtimes, interval", f"{runtimes:,}, {interval:g} s"),
         ("heartbeats per second (SKR writes and events)", f"{rate:.1f}"),
         (
             "monitor CPU per heartbeat",
-            f"{monitor.us_per_heartbeat:.0f} µs ({monitor.heartbeats:,} heartbeats in "
+            f"{monitor.us_per_item:.0f} µs ({monitor.count:,} heartbeats in "
             f"{window:g} s; {monitor.healthy:,} Healthy at the end)",
         ),
         (
@@ -162,7 +158,7 @@ async def measure(
         ),
         (
             "listener CPU per heartbeat event",
-            f"{listener.us_per_event:.0f} µs ({listener.events:,} events in "
+            f"{listener.us_per_item:.0f} µs ({listener.count:,} events in "
             f"{listener.seconds:.1f} s, watcher-listener process)",
         ),
         ("KCP CPU for watcher health at this rate", f"{cores * 100:.1f} % of one core"),
@@ -193,8 +189,8 @@ async def run_health(ctx: BenchContext) -> BenchResult:
             Target(
                 "heartbeat load at 5,000 runtimes, 60 s interval",
                 "≤ 84 SKR writes/s and as many events",
-                f"{rate:.1f}/s; monitor {monitor.us_per_heartbeat:.0f} µs, listener "
-                f"{listener.us_per_event:.0f} µs CPU per heartbeat",
+                f"{rate:.1f}/s; monitor {monitor.us_per_item:.0f} µs, listener "
+                f"{listener.us_per_item:.0f} µs CPU per heartbeat",
                 rate <= 84,
                 "spread by a hashed phase per runtime, jitter only shortens the interval",
             ),
@@ -203,8 +199,8 @@ async def run_health(ctx: BenchContext) -> BenchResult:
             "runtimes": runtimes,
             "interval_s": interval,
             "heartbeats_per_s": round(rate, 2),
-            "monitor_us_per_heartbeat": round(monitor.us_per_heartbeat, 1),
-            "listener_us_per_event": round(listener.us_per_event, 1),
+            "monitor_us_per_heartbeat": round(monitor.us_per_item, 1),
+            "listener_us_per_event": round(listener.us_per_item, 1),
             "scrape_ms": round(monitor.scrape_ms, 1),
         },
     )

@@ -113,15 +113,6 @@ def review(i: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def kcp_and_webhook(
-    files: Files, logs: Path, *, mode: str, delay: float
-) -> AsyncIterator[tuple[str, str]]:
-    """Start the KCP stub and the webhook; yield the webhook URL and the KCP metrics URL."""
-    async with kcp_and_webhook_processes(files, logs, mode=mode, delay=delay) as (url, m, _):
-        yield url, m
-
-
-@asynccontextmanager
 async def kcp_and_webhook_processes(
     files: Files,
     logs: Path,
@@ -132,10 +123,10 @@ async def kcp_and_webhook_processes(
     webhook_argv: list[str] | None = None,
     ours: bool = True,
 ) -> AsyncIterator[tuple[str, str, OwnedProcess]]:
-    """Like :func:`kcp_and_webhook`, also yielding the webhook's process (pid, CPU);
-    ``webhook_argv`` replaces the ``watcher-webhook`` command (e.g. to profile it);
-    ``ours=False``: it is a webhook that is not ours, ready when its TLS port answers
-    (only ours serves ``/readyz``)."""
+    """Start the KCP stub and the webhook; yield the webhook URL, the KCP metrics URL and
+    the webhook's process (pid, CPU). ``webhook_argv`` replaces the ``watcher-webhook``
+    command (e.g. to profile it); ``ours=False``: it is a webhook that is not ours, ready
+    when its TLS port answers (only ours serves ``/readyz``)."""
     kcp_port, hook_port, metrics_port = free_port(), free_port(), free_port()
     client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
     client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
@@ -266,7 +257,7 @@ async def measure_latency(
     files: Files, logs: Path, *, mode: str, delay: float, samples: int, budget_s: float
 ) -> LatencyResult:
     async with (
-        kcp_and_webhook(files, logs, mode=mode, delay=delay) as (url, kcp_metrics),
+        kcp_and_webhook_processes(files, logs, mode=mode, delay=delay) as (url, kcp_metrics, _),
         webhook_client(files, url, kcp_metrics) as client,
     ):
         for i in range(20):  # warm-up: TLS session, pools, code paths
@@ -291,7 +282,7 @@ async def measure_throughput(
     files: Files, logs: Path, *, events: int, in_flight: int, budget_s: float
 ) -> ThroughputResult:
     async with (
-        kcp_and_webhook(files, logs, mode="async", delay=0.0) as (url, kcp_metrics),
+        kcp_and_webhook_processes(files, logs, mode="async", delay=0.0) as (url, kcp_metrics, _),
         webhook_client(files, url, kcp_metrics, in_flight=in_flight) as client,
     ):
         base = await client.accepted()

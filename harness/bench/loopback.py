@@ -184,15 +184,6 @@ async def kcp_and_webhook_processes(
         yield f"https://127.0.0.1:{hook_port}/validate/lifecycle-manager", kcp_metrics, webhook
 
 
-async def accepted(session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext) -> float:
-    async with session.get(url, ssl=ctx) as r:
-        text = await r.text()
-    for line in text.splitlines():
-        if line.startswith("watcher_listener_events_accepted_total"):
-            return float(line.split()[-1])
-    raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
-
-
 @dataclass(frozen=True)
 class WebhookClient:
     """This process as the SKR's API server: admissions to the webhook over keep-alive
@@ -213,7 +204,13 @@ class WebhookClient:
         return (time.perf_counter() - started) * 1000
 
     async def accepted(self) -> int:
-        return int(await accepted(self.session, self.kcp_metrics, self.kcp_ssl))
+        """The KCP stub's ``watcher_listener_events_accepted_total``."""
+        async with self.session.get(self.kcp_metrics, ssl=self.kcp_ssl) as r:
+            text = await r.text()
+        for line in text.splitlines():
+            if line.startswith("watcher_listener_events_accepted_total"):
+                return int(float(line.split()[-1]))
+        raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
 
     async def accepted_until(
         self, want: int, *, budget_s: float, still_s: float = 2.0, every_s: float = 0.05

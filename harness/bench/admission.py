@@ -159,7 +159,6 @@ def _alone_target(alone: list[dict[str, Any]]) -> Target:
 
 
 async def run_admission(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     alone = await webhook_latency.measure(ctx.logs("admission-alone"), quick=ctx.quick)
     spec = EnvironmentSpec(
         skrs=(
@@ -236,7 +235,6 @@ async def run_admission(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="admission",
         title="1. Admission latency vs KCP health (through a real kube-apiserver)",
-        seconds=time.monotonic() - started,
         description=(
             "First the webhook alone (`harness.bench.webhook_latency`): our `watcher-webhook` "
             "and a KCP stub as processes, this process as the API server, every admission "

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ from harness.clusters import procfs
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -45,6 +47,22 @@ def rss_mib(pid: int | None) -> float | None:
 def delta(before: float | None, after: float | None, *, digits: int = 2) -> float | None:
     """``after - before`` of two readings (e.g. CPU seconds), None when either failed."""
     return None if before is None or after is None else round(after - before, digits)
+
+
+def first_at_or_after(times: Sequence[float], at: float) -> float | None:
+    """The earliest of sorted ``times`` not before ``at``; None if every one is."""
+    i = bisect.bisect_left(times, at)
+    return times[i] if i < len(times) else None
+
+
+def per(
+    before: float | None, after: float | None, count: float, *, scale: float = 1000.0
+) -> float | None:
+    """``scale`` x the growth of a counter (CPU seconds, run-queue wait) per item or per second
+    between two readings; None when either failed or there is nothing to divide by."""
+    if before is None or after is None or count <= 0:
+        return None
+    return round(scale * (after - before) / count, 3)
 
 
 def times_by_key(pairs: Iterable[tuple[K, float]]) -> dict[K, list[float]]:
@@ -124,6 +142,19 @@ async def paced(
     if errors:
         raise errors[0]
     return started, loop.time() - start
+
+
+async def each_bounded(
+    items: Iterable[T], in_flight: int, action: Callable[[T], Awaitable[object]]
+) -> None:
+    """``action(item)`` for every item with at most ``in_flight`` running (a worker pool)."""
+    shared = iter(items)
+
+    async def worker() -> None:
+        for item in shared:  # shared iterator: each item is taken once
+            await action(item)
+
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
 
 
 def own_cpu_seconds() -> float:

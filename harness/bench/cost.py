@@ -170,7 +170,6 @@ def _targets(pooled: dict[str, Any], cold_s: float, e2e_s: float | None) -> tupl
 
 
 async def run_cost(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     binaries = await asyncio.to_thread(ensure_binaries)
     logs = ctx.logs("cost")
     backend = LocalBackend(binaries, log_dir=logs)
@@ -246,7 +245,6 @@ async def run_cost(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="cost",
         title="6. Harness cost",
-        seconds=time.monotonic() - started,
         description=(
             "Real processes on this machine: one shared etcd, one kube-apiserver per cluster; "
             "the full environment adds Envoy, one webhook process per SKR and the KCP "

@@ -13,13 +13,18 @@ KCP. The achieved rate is reported next to the requested one.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.bench.common import BenchContext, own_cpu_seconds, paced, times_by_key
+from harness.bench.common import (
+    BenchContext,
+    first_at_or_after,
+    own_cpu_seconds,
+    paced,
+    times_by_key,
+)
 from harness.bench.envkit import SkrWriter, skr_writers
 from harness.bench.model import BenchResult, Cell, Table, Target, summary
 from harness.environment import (
@@ -55,19 +60,17 @@ def _match(env: WatcherEnvironment, writes: list[Write]) -> tuple[list[float], l
     to_reconcile: list[float] = []
     missing = 0
     for w in writes:
-        times = events.get((w.runtime_id, w.kyma), [])
-        i = bisect.bisect_left(times, w.sent)
-        if i == len(times):
+        received = first_at_or_after(events.get((w.runtime_id, w.kyma), []), w.sent)
+        if received is None:
             missing += 1
             continue
-        received = times[i]
         to_listener.append((received - w.sent) * 1000)
         key = f"{KCP_NAMESPACE}/kyma-{w.skr}"
         if key not in starts:
             starts[key] = sorted(r.at for r in env.klm.reconciles(key))
-        j = bisect.bisect_left(starts[key], received)
-        if j < len(starts[key]):
-            to_reconcile.append((starts[key][j] - w.sent) * 1000)
+        start = first_at_or_after(starts[key], received)
+        if start is not None:
+            to_reconcile.append((start - w.sent) * 1000)
     return to_listener, to_reconcile, missing
 
 
@@ -122,7 +125,6 @@ async def _run_rate(
 
 
 async def run_e2e(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     duration = 5.0 if ctx.quick else 12.0
     spec = EnvironmentSpec(
         skrs=tuple(SkrSpec(f"skr-{c}", f"runtime-{c}", f"skr-{c}.kyma.example.com") for c in "abc"),
@@ -208,7 +210,6 @@ async def run_e2e(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="e2e",
         title="2. End-to-end latency (SKR write → listener → reconcile)",
-        seconds=time.monotonic() - started,
         description=(
             "KCP + 3 SKRs, Envoy gateway with mTLS and XFCC, KLM stand-in with SAN pinning; "
             "webhooks in async mode."

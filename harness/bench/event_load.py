@@ -6,10 +6,8 @@ generator. ``tools/event-load`` (Go standard library only, built and cached by
 :func:`harness.clusters.go_tools.ensure_event_load`) sends the same POSTs from its own
 process for a fraction of that CPU and reports its own CPU next to the servers'.
 
-What it is given: the URL, a JSON file of identities (one client certificate, key and CA
-per simulated SKR: :func:`identities_json`), the body file, the count, the number in
-flight and the time budgets (:func:`command`). What it prints: one JSON line
-(:func:`parse_result`; ``tools/event-load/main.go`` documents every field).
+It prints one JSON line (:func:`parse_result`; ``tools/event-load/main.go`` documents
+every field).
 
 ``WATCHER_BENCH_LOAD_GENERATOR`` picks the generator (:func:`choose_load_generator`):
 ``go`` (fail without Go), ``aiohttp`` (this process, as before the Go tool), or unset

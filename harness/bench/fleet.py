@@ -1,51 +1,15 @@
 """Benchmark 8: the fleet — 5,000 Kymas on a real KCP, KLM's queue under events and requeues.
 
-What runs (klm-reference §1 and §4: KLM's maintainers aim at 5,000 Kymas by the end of
-2026):
-
-* a real KCP API server (our kube-apiserver + etcd, started by the cluster backend the
-  harness would choose: ``local`` by default, ``WATCHER_HARNESS_BACKEND=kubeconfig`` with
-  ``WATCHER_HARNESS_KUBECONFIG`` / ``WATCHER_HARNESS_CONTEXTS`` for an existing cluster),
-  the Kyma CRD installed as the harness installs it (``fixtures/crds/kyma.yaml``), and
-  ``kymas`` Kymas in ``kcp-system`` (label ``kyma-project.io/runtime-id``, annotation
-  ``skr-domain``), created concurrently with a bounded number in flight;
-* our KLM (:class:`~harness.kcp.lifecycle_manager.manager.LifecycleManager`, in this
-  process) with KLM's defaults: ``RequeueIntervals()`` (Ready → 5 min), one concurrent
-  Kyma reconcile, and the default reconcile ``mark_ready`` — read the KCP Kyma, write its
-  status when it changes. **The SKR side of a reconcile is not simulated** (no 5,000
-  SKRs): no SKR Kyma sync, catalog, Manifests or watcher installation. A reconcile here
-  costs one GET of the KCP Kyma (plus one status PATCH the first time), so reconcile
-  throughput here is an upper bound for KLM's, and reaction times a lower bound;
-* its listener (in this process too, ``identity: xfcc``, SAN pinning against KLM's Kyma
-  cache) behind the real Envoy gateway (mTLS with the KCP CA, XFCC), exactly as
-  :mod:`harness.bench.scale` wires them (:mod:`harness.bench.gatewaykit`): Envoy → listener
-  is plain HTTP on loopback, so the listener believes XFCC from any client (its warning
-  says so; the environment's gateway mesh, ``upstream_mtls``, is not used here);
-* one simulated runtime per Kyma, each with its own EC client certificate from the KCP CA
-  (CN = runtime id, DNS SAN = its SKR domain), sending v2 WatchEvents through Envoy from
-  a separate load-generator process (:mod:`harness.bench.fleet_load`) at a realistic
-  rate — ``events_per_runtime_hour`` per runtime, arriving at random — then a burst
-  phase, then the realistic rate again.
-
-The startup wave (every Kyma reconciled when KLM starts) is waited for and reported
-before the measured window. After it, every Kyma's next requeue would fall 5 min later,
-all at once; instead the first requeues are spread uniformly over [0, 5 min) — as KLM
-spreads requeues after a ModuleReleaseMeta change — so the window sees KLM's steady
-periodic load (``kymas`` / 300 s: 16.7 reconciles/s at 5,000) from its first second, and
-a few minutes suffice instead of a quarter of an hour.
-
-Measured in the window: reaction time per event (sent by the simulated SKR → start of a
-reconcile of its Kyma triggered by the event; the Reconciler records triggers and times),
-the work queue's depth (sampled), reconciles/s, KCP API requests/s (kube-apiserver
-``apiserver_request_total`` delta), CPU and RSS of Envoy, of this process (KLM + listener +
-Kyma cache) and of the KCP's kube-apiserver and etcd, and the load generator's own cost.
-
-Other backends: :func:`~harness.clusters.selection.choose_backend` reads
-``WATCHER_HARNESS_BACKEND`` as every harness run does; the kubeconfig backend was tried at
-20 Kymas against a local KCP known only by a kubeconfig file (it passes, and cleans up).
-Left: there the KCP's processes are not ours, so their CPU/RSS are not reported, and
-``/metrics`` may be forbidden on a real cluster (requests/s then "not measured"); deleting
-5,000 Kymas afterwards may exceed that backend's cleanup timeout (60 s), untried.
+KLM's maintainers aim at 5,000 Kymas by the end of 2026 (klm-reference §1 and §4). A real
+KCP API server holds the Kymas; our KLM (with its defaults) and its listener run in this
+process behind the real Envoy gateway, wired as :mod:`harness.bench.scale` wires them; one
+simulated runtime per Kyma, each with its own client certificate, sends WatchEvents from
+:mod:`harness.bench.fleet_load`. The SKR side of a reconcile is not simulated, so reconcile
+throughput here is an upper bound for KLM's and reaction times a lower bound. After the
+startup wave the first requeues are spread over [0, 5 min), as KLM spreads them after a
+ModuleReleaseMeta change, so a few minutes see the steady periodic load. Section 8 of
+``docs/benchmarks.md`` lists what is measured; on the kubeconfig backend the KCP's
+processes are not ours, so their CPU/RSS are not reported.
 """
 
 from __future__ import annotations
@@ -56,7 +20,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -66,7 +30,14 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from harness.aio import spawn, stop_tasks
-from harness.bench.common import BenchContext, cpu_seconds, delta, rss_mib, times_by_key
+from harness.bench.common import (
+    BenchContext,
+    cpu_seconds,
+    delta,
+    each_bounded,
+    rss_mib,
+    times_by_key,
+)
 from harness.bench.fleet_load import LoadPlan, send_one
 from harness.bench.fleet_plan import (
     DepthSample,
@@ -134,19 +105,6 @@ def kyma_object(i: int) -> dict[str, Any]:
     }
 
 
-async def bounded(count: int, in_flight: int, action: Callable[[int], Awaitable[None]]) -> None:
-    """``action(i)`` for i < ``count`` with at most ``in_flight`` running (a worker pool)."""
-    indices = iter(range(count))
-
-    async def worker() -> None:
-        for i in indices:  # shared iterator: each index is taken once
-            await action(i)
-
-    async with asyncio.TaskGroup() as tg:
-        for _ in range(min(in_flight, count)):
-            tg.create_task(worker())
-
-
 async def prepare_kcp(api: ApiClient) -> None:
     """``kcp-system``, the Kyma CRD as the harness installs it, and the first-write wait."""
     await ensure_namespace(api, KCP_NAMESPACE)
@@ -161,7 +119,7 @@ async def create_kymas(api: ApiClient, n: int, in_flight: int) -> float:
             await create(api, KYMAS, kyma_object(i))
 
     started = time.monotonic()
-    await bounded(n, in_flight, one)
+    await each_bounded(range(n), in_flight, one)
     return time.monotonic() - started
 
 

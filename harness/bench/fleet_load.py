@@ -29,14 +29,8 @@ import aiohttp
 from pydantic import TypeAdapter
 
 from harness.bench.fleet_plan import PlannedEvent, SentEvent
-from watcher.model import GroupVersionKind, ObjectKey, WatchEvent, encode_event
+from harness.bench.gatewaykit import EVENT
 
-BODY = encode_event(
-    WatchEvent(
-        watched=ObjectKey("kyma-system", "default"),
-        watched_gvk=GroupVersionKind("operator.kyma-project.io", "v1beta2", "Kyma"),
-    )
-)
 HEADERS = {"Content-Type": "application/json"}
 
 
@@ -83,7 +77,7 @@ async def send_one(
     status, error = 0, ""
     try:
         async with asyncio.timeout(plan.timeout_s):
-            async with session.post(plan.url, data=BODY, headers=HEADERS, ssl=context) as r:
+            async with session.post(plan.url, data=EVENT, headers=HEADERS, ssl=context) as r:
                 await r.read()
                 status = r.status
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:

@@ -7,7 +7,6 @@ benchmark (:mod:`harness.bench.fleet`) only gathers the times.
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,6 +16,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import TypeAdapter
 
+from harness.bench.common import first_at_or_after
 from harness.bench.model import summary
 from harness.report.stats import percentile
 
@@ -136,8 +136,7 @@ def reactions(
             continue
         kyma = kyma_of.get(event.runtime_id, "")
         starts = watch_starts.get(kyma, ())
-        i = bisect.bisect_left(starts, event.sent)
-        out.append(Reaction(event, kyma, starts[i] if i < len(starts) else None))
+        out.append(Reaction(event, kyma, first_at_or_after(starts, event.sent)))
     return out
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 
+from harness.bench.common import each_bounded
 from harness.bench.model import summary
 from harness.clusters.ports import free_port
 from harness.clusters.probes import http_probe
@@ -141,23 +142,18 @@ async def post_events(
     time: events, seconds, events/s, latency (ms, POST → answer) and answers by status."""
     latencies: list[float] = []
     statuses: dict[int, int] = {}
-    next_index = 0
     headers = {"Content-Type": "application/json"}
 
-    async def worker() -> None:
-        nonlocal next_index
-        while next_index < count:
-            i = next_index
-            next_index += 1
-            started = time.perf_counter()
-            async with sessions[i % len(sessions)].post(url, data=EVENT, headers=headers) as r:
-                await r.read()
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses[r.status] = statuses.get(r.status, 0) + 1
+    async def post(i: int) -> None:
+        started = time.perf_counter()
+        async with sessions[i % len(sessions)].post(url, data=EVENT, headers=headers) as r:
+            await r.read()
+        latencies.append((time.perf_counter() - started) * 1000)
+        statuses[r.status] = statuses.get(r.status, 0) + 1
 
     started = time.perf_counter()
     async with asyncio.timeout(budget_s):
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        await each_bounded(range(count), in_flight, post)
     seconds = time.perf_counter() - started
     return {
         "events": len(latencies),

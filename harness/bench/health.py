@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from prometheus_client import generate_latest
 
 from harness.bench.common import BenchContext, cpu_seconds, paced
 from harness.bench.model import BenchResult, Table, Target
 from harness.clusters.ports import free_port
+from harness.clusters.probes import http_probe
+from harness.clusters.process import OwnedProcess
+from watcher import pki
 from watcher.health.monitor import HealthMonitor
 from watcher.health.state import Policy, State
 from watcher.listener import XFCC_HEADER, format_xfcc
@@ -51,27 +51,23 @@ BODY = (
 
 
 @dataclass(frozen=True)
-class MonitorCost:
-    heartbeats: int
+class Cost:
+    """CPU seconds one part spent on ``count`` heartbeats (monitor) or events (listener)."""
+
+    count: int
     cpu_s: float
-    scrape_ms: float
-    scrape_bytes: int
-    healthy: int
+    seconds: float = 0.0
 
     @property
-    def us_per_heartbeat(self) -> float:
-        return self.cpu_s / max(1, self.heartbeats) * 1e6
+    def us_per_item(self) -> float:
+        return self.cpu_s / max(1, self.count) * 1e6
 
 
 @dataclass(frozen=True)
-class ListenerCost:
-    events: int
-    seconds: float
-    cpu_s: float
-
-    @property
-    def us_per_event(self) -> float:
-        return self.cpu_s / max(1, self.events) * 1e6
+class MonitorCost(Cost):
+    scrape_ms: float = 0.0
+    scrape_bytes: int = 0
+    healthy: int = 0
 
 
 async def monitor_cost(runtimes: int, interval: float, window: float) -> MonitorCost:
@@ -94,50 +90,36 @@ async def monitor_cost(runtimes: int, interval: float, window: float) -> Monitor
         scraped = generate_latest(monitor.metrics.registry)
         scrape_ms = (time.perf_counter() - started) * 1000
         healthy = sum(1 for s in monitor.snapshot() if s.health.state is State.HEALTHY)
-    return MonitorCost(int(sent), cpu1 - cpu0, scrape_ms, len(scraped), healthy)
+    return MonitorCost(int(sent), cpu1 - cpu0, window, scrape_ms, len(scraped), healthy)
 
 
 def _certificates(runtimes: int) -> list[str]:
-    """One XFCC header per runtime: a certificate with CN = its runtime id (one EC key)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    issuer = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench-ca")])
-    headers = []
-    for n in range(runtimes):
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"runtime-{n:05d}")])
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(issuer)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + dt.timedelta(days=1))
-            .sign(key, hashes.SHA256())
-        )
-        headers.append(format_xfcc(cert))
-    return headers
+    """One XFCC header per runtime: a certificate with CN = its runtime id."""
+    ca = pki.create_ca("bench-ca", key_type="ec")
+    return [
+        format_xfcc(pki.issue(ca, f"runtime-{n:05d}", key_type="ec").certificate)
+        for n in range(runtimes)
+    ]
 
 
-async def listener_cost(runtimes: int, interval: float, window: float) -> ListenerCost:
+async def listener_cost(runtimes: int, interval: float, window: float) -> Cost:
     headers = _certificates(runtimes)
     port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "watcher.listener.cli",
-        "--component",
-        "watcher-health",
-        "--port",
-        str(port),
-        "--insecure-trust-any-xfcc",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    argv = [sys.executable, "-m", "watcher.listener.cli", "--component", "watcher-health",
+            "--port", str(port), "--insecure-trust-any-xfcc"]  # fmt: skip
     url = f"http://127.0.0.1:{port}/v2/watcher-health/event"
-    try:
-        async with aiohttp.ClientSession() as session:
-            await _until_up(session, url)
+    with tempfile.TemporaryDirectory(prefix="bench-health-") as tmp:
+        async with (
+            aiohttp.ClientSession() as session,
+            OwnedProcess(
+                "watcher-listener",
+                argv,
+                log_path=Path(tmp) / "listener.log",
+                probe=http_probe(session, url, lambda s, _: True),  # 405 for GET: it answers
+                ready_timeout=15.0,
+            ) as process,
+        ):
+            assert process.pid is not None
             before = cpu_seconds(process.pid) or 0.0
 
             async def post(i: int) -> None:
@@ -151,39 +133,23 @@ async def listener_cost(runtimes: int, interval: float, window: float) -> Listen
                 rate, count=int(rate * window) + 1, duration=window, action=post
             )
             after = cpu_seconds(process.pid) or 0.0
-    finally:
-        process.terminate()
-        await process.wait()
-    return ListenerCost(sent, seconds, after - before)
-
-
-async def _until_up(session: aiohttp.ClientSession, url: str, within: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        try:
-            async with session.get(url):
-                return  # 405 for GET: the listener answers
-        except aiohttp.ClientConnectionError:
-            if loop.time() > deadline:
-                raise RuntimeError("watcher-listener did not start") from None
-            await asyncio.sleep(0.05)  # the subprocess binds its port
+    return Cost(sent, after - before, seconds)
 
 
 async def measure(
     runtimes: int, interval: float, window: float
-) -> tuple[MonitorCost, ListenerCost, list[tuple[str, str]]]:
+) -> tuple[MonitorCost, Cost, list[tuple[str, str]]]:
     """Both parts measured; the rows of the table ``docs/health.md`` records."""
     monitor = await monitor_cost(runtimes, interval, window)
     listener = await listener_cost(runtimes, interval, window)
     rate = runtimes / interval
-    cores = (monitor.us_per_heartbeat + listener.us_per_event) * rate / 1e6
+    cores = (monitor.us_per_item + listener.us_per_item) * rate / 1e6
     rows = [
         ("runtimes, interval", f"{runtimes:,}, {interval:g} s"),
         ("heartbeats per second (SKR writes and events)", f"{rate:.1f}"),
         (
             "monitor CPU per heartbeat",
-            f"{monitor.us_per_heartbeat:.0f} µs ({monitor.heartbeats:,} heartbeats in "
+            f"{monitor.us_per_item:.0f} µs ({monitor.count:,} heartbeats in "
             f"{window:g} s; {monitor.healthy:,} Healthy at the end)",
         ),
         (
@@ -192,7 +158,7 @@ async def measure(
         ),
         (
             "listener CPU per heartbeat event",
-            f"{listener.us_per_event:.0f} µs ({listener.events:,} events in "
+            f"{listener.us_per_item:.0f} µs ({listener.count:,} events in "
             f"{listener.seconds:.1f} s, watcher-listener process)",
         ),
         ("KCP CPU for watcher health at this rate", f"{cores * 100:.1f} % of one core"),
@@ -210,7 +176,6 @@ async def run(runtimes: int, interval: float, window: float) -> str:
 
 async def run_health(ctx: BenchContext) -> BenchResult:
     """The suite's entry: 5,000 runtimes at 60 s (``--quick``: a 10 s window)."""
-    started = time.monotonic()
     runtimes, interval = 5000, 60.0
     window = 10.0 if ctx.quick else 30.0
     monitor, listener, rows = await measure(runtimes, interval, window)
@@ -218,15 +183,14 @@ async def run_health(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="health",
         title="7. Watcher health cost",
-        seconds=time.monotonic() - started,
         description=(__doc__ or "").split("\n\n")[0],
         tables=(Table("Watcher health at 5,000 runtimes", ("what", "measured"), tuple(rows)),),
         targets=(
             Target(
                 "heartbeat load at 5,000 runtimes, 60 s interval",
                 "≤ 84 SKR writes/s and as many events",
-                f"{rate:.1f}/s; monitor {monitor.us_per_heartbeat:.0f} µs, listener "
-                f"{listener.us_per_event:.0f} µs CPU per heartbeat",
+                f"{rate:.1f}/s; monitor {monitor.us_per_item:.0f} µs, listener "
+                f"{listener.us_per_item:.0f} µs CPU per heartbeat",
                 rate <= 84,
                 "spread by a hashed phase per runtime, jitter only shortens the interval",
             ),
@@ -235,8 +199,8 @@ async def run_health(ctx: BenchContext) -> BenchResult:
             "runtimes": runtimes,
             "interval_s": interval,
             "heartbeats_per_s": round(rate, 2),
-            "monitor_us_per_heartbeat": round(monitor.us_per_heartbeat, 1),
-            "listener_us_per_event": round(listener.us_per_event, 1),
+            "monitor_us_per_heartbeat": round(monitor.us_per_item, 1),
+            "listener_us_per_event": round(listener.us_per_item, 1),
             "scrape_ms": round(monitor.scrape_ms, 1),
         },
     )

@@ -4,23 +4,10 @@ KLM's maintainers ask how KLM behaves with many SKRs before they have a landscap
 try it on. This run answers it on one machine for any KLM the harness can start
 (:mod:`harness.environment.any_klm`): ours as the ``watcher-klm`` process, upstream's Go
 KLM (or any build) with ``--klm-command``; several in one invocation, one after the
-other on fresh environments, side by side in one table.
-
-What runs, per KLM: the KCP and ``skrs`` SKR kube-apiservers (one shared etcd), the
-harness's cert-manager, Envoy as Istio's ingress with the sidecar before the KLM's
-listener, and per SKR the kubelet running the webhook Deployment the KLM applied. The
-success requeue interval is scaled down (KLM: 5 min) to put real load on the queue.
-
-Measured:
-
-1. **the way to Ready** — from provisioning (access Secrets and KCP Kymas written) until
-   every Kyma is Ready, sampled once a second (Kymas Ready, ``workqueue_depth``,
-   ``controller_runtime_reconcile_total``) and KCP API requests/s over it;
-2. **the churn window** — SKR Kyma spec changes at a fixed rate, round robin over the
-   SKRs, then a drain until every event's Kyma was reconciled after it: SKR write → event
-   accepted (on the wire), event → next reconcile start (the KLM's log), reconciles/s,
-   queue depth, KCP API requests/s, CPU and RSS per component (every process of each
-   component's process group).
+other on fresh environments, side by side in one table. The success requeue interval is
+scaled down (KLM: 5 min) to put real load on the queue. Measured: the way to Ready
+(sampled once a second) and a churn window of SKR Kyma spec changes (write → event →
+reconcile, queue depth, KCP requests/s, CPU and RSS per component).
 
 ``python -m harness.bench.klm_scale [--quick] [--skrs N] [--klm-command CMD
 --klm-crds DIR --klm-label NAME] [--without-ours] [--logs DIR]`` writes ``docs/klm-scale.md``,

@@ -9,13 +9,12 @@ the same kind of environment; the tables put the KLMs of one invocation side by 
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.bench.common import times_by_key
+from harness.bench.common import first_at_or_after, times_by_key
 from harness.bench.model import BenchResult, Cell, Table, summary
 from harness.report.plot import _PALETTE, _figure, _png, _style
 
@@ -62,18 +61,14 @@ class Sample:
 
 @dataclass(frozen=True)
 class Write:
-    """A spec change of one SKR's Kyma (epoch seconds, before the PATCH was sent)."""
+    """A runtime's moment (epoch seconds): a spec change of its SKR's Kyma (before the PATCH
+    was sent), or as :data:`Seen` an event the KLM's listener accepted for it (on the wire)."""
 
     at: float
     runtime_id: str
 
 
-@dataclass(frozen=True)
-class Seen:
-    """An event the KLM's listener accepted, on the wire (epoch seconds)."""
-
-    at: float
-    runtime_id: str
+Seen = Write
 
 
 @dataclass
@@ -97,11 +92,6 @@ class KlmRun:
     rss_mib: Mapping[str, float | None]  # component → RSS at the window's end
     failed_reconciles: int = 0  # "Reconciler error" lines in the window
     notes: list[str] = field(default_factory=list)
-
-
-def first_at_or_after(times: Sequence[float], at: float) -> float | None:
-    i = bisect.bisect_left(times, at)
-    return times[i] if i < len(times) else None
 
 
 def event_to_reconcile(run: KlmRun) -> list[float | None]:

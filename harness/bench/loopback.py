@@ -26,14 +26,17 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from harness.bench.common import each_bounded
+from harness.bench.model import Table
+from harness.bench.writer import table_markdown
 from harness.clusters.ports import free_port
-from harness.clusters.probes import http_probe
+from harness.clusters.probes import http_probe, readyz_probe
 from harness.clusters.process import NotReady, OwnedProcess
 from harness.report.stats import percentile
 from watcher import __version__, pki
@@ -110,15 +113,6 @@ def review(i: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def kcp_and_webhook(
-    files: Files, logs: Path, *, mode: str, delay: float
-) -> AsyncIterator[tuple[str, str]]:
-    """Start the KCP stub and the webhook; yield the webhook URL and the KCP metrics URL."""
-    async with kcp_and_webhook_processes(files, logs, mode=mode, delay=delay) as (url, m, _):
-        yield url, m
-
-
-@asynccontextmanager
 async def kcp_and_webhook_processes(
     files: Files,
     logs: Path,
@@ -129,10 +123,10 @@ async def kcp_and_webhook_processes(
     webhook_argv: list[str] | None = None,
     ours: bool = True,
 ) -> AsyncIterator[tuple[str, str, OwnedProcess]]:
-    """Like :func:`kcp_and_webhook`, also yielding the webhook's process (pid, CPU);
-    ``webhook_argv`` replaces the ``watcher-webhook`` command (e.g. to profile it);
-    ``ours=False``: it is a webhook that is not ours, ready when its TLS port answers
-    (only ours serves ``/readyz``)."""
+    """Start the KCP stub and the webhook; yield the webhook URL, the KCP metrics URL and
+    the webhook's process (pid, CPU). ``webhook_argv`` replaces the ``watcher-webhook``
+    command (e.g. to profile it); ``ours=False``: it is a webhook that is not ours, ready
+    when its TLS port answers (only ours serves ``/readyz``)."""
     kcp_port, hook_port, metrics_port = free_port(), free_port(), free_port()
     client = ssl.create_default_context(cafile=str(files.kcp["ca.crt"]))
     client.load_cert_chain(files.skr["tls.crt"], files.skr["tls.key"])
@@ -176,9 +170,7 @@ async def kcp_and_webhook_processes(
                 env=env,
                 log_path=logs / f"webhook-{mode}-{delay}.log",
                 probe=(
-                    http_probe(
-                        session, f"http://127.0.0.1:{metrics_port}/readyz", lambda s, _: s == 200
-                    )
+                    readyz_probe(session, f"http://127.0.0.1:{metrics_port}")
                     if foreign is None
                     else http_probe(
                         session,
@@ -190,15 +182,6 @@ async def kcp_and_webhook_processes(
             )
         )
         yield f"https://127.0.0.1:{hook_port}/validate/lifecycle-manager", kcp_metrics, webhook
-
-
-async def accepted(session: aiohttp.ClientSession, url: str, ctx: ssl.SSLContext) -> float:
-    async with session.get(url, ssl=ctx) as r:
-        text = await r.text()
-    for line in text.splitlines():
-        if line.startswith("watcher_listener_events_accepted_total"):
-            return float(line.split()[-1])
-    raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
 
 
 @dataclass(frozen=True)
@@ -221,7 +204,13 @@ class WebhookClient:
         return (time.perf_counter() - started) * 1000
 
     async def accepted(self) -> int:
-        return int(await accepted(self.session, self.kcp_metrics, self.kcp_ssl))
+        """The KCP stub's ``watcher_listener_events_accepted_total``."""
+        async with self.session.get(self.kcp_metrics, ssl=self.kcp_ssl) as r:
+            text = await r.text()
+        for line in text.splitlines():
+            if line.startswith("watcher_listener_events_accepted_total"):
+                return int(float(line.split()[-1]))
+        raise NotReady("listener metrics lack watcher_listener_events_accepted_total")
 
     async def accepted_until(
         self, want: int, *, budget_s: float, still_s: float = 2.0, every_s: float = 0.05
@@ -265,7 +254,7 @@ async def measure_latency(
     files: Files, logs: Path, *, mode: str, delay: float, samples: int, budget_s: float
 ) -> LatencyResult:
     async with (
-        kcp_and_webhook(files, logs, mode=mode, delay=delay) as (url, kcp_metrics),
+        kcp_and_webhook_processes(files, logs, mode=mode, delay=delay) as (url, kcp_metrics, _),
         webhook_client(files, url, kcp_metrics) as client,
     ):
         for i in range(20):  # warm-up: TLS session, pools, code paths
@@ -290,19 +279,17 @@ async def measure_throughput(
     files: Files, logs: Path, *, events: int, in_flight: int, budget_s: float
 ) -> ThroughputResult:
     async with (
-        kcp_and_webhook(files, logs, mode="async", delay=0.0) as (url, kcp_metrics),
+        kcp_and_webhook_processes(files, logs, mode="async", delay=0.0) as (url, kcp_metrics, _),
         webhook_client(files, url, kcp_metrics, in_flight=in_flight) as client,
     ):
         base = await client.accepted()
-        indices = iter(range(events))
 
-        async def worker() -> None:
-            for i in indices:  # shared iterator: each index is taken once
-                await client.admit(encoded_review(i))
+        async def admit(i: int) -> None:
+            await client.admit(encoded_review(i))
 
         started = time.perf_counter()
         async with asyncio.timeout(budget_s):
-            await asyncio.gather(*(worker() for _ in range(in_flight)))
+            await each_bounded(range(events), in_flight, admit)
             admitted = time.perf_counter() - started
             while await client.accepted() - base < events:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)  # the count lives in another process
@@ -317,40 +304,36 @@ async def measure_throughput(
 
 
 def render_markdown(lat: list[LatencyResult], thr: ThroughputResult, meta: dict[str, Any]) -> str:
-    lines = [
-        "# Loopback benchmark: webhook ↔ KCP listener",
-        "",
-        f"Produced by `{meta['command']}` on {meta['date']} ({meta['cores']} cores, "
-        f"Python {meta['python']}, watcher {meta['version']}). Webhook and KCP listener run as "
-        "separate processes on 127.0.0.1 with mTLS; the client (this process) plays the SKR "
-        "API server. Numbers from a noisy 2-core machine: compare rows, not absolute values.",
-        "",
-        "## Admission latency (POST /validate → answer)",
-        "",
-        "| delivery mode | KCP answers after | samples | p50 ms | p99 ms | max ms |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in lat:
-        lines.append(
-            f"| {r.mode} | {r.kcp_delay_s:g} s | {r.samples} | {r.p50_ms} | {r.p99_ms} | "
-            f"{r.max_ms} |"
-        )
-    lines += [
-        "",
+    latency = Table(
+        "Admission latency (POST /validate → answer)",
+        ("delivery mode", "KCP answers after", "samples", "p50 ms", "p99 ms", "max ms"),
+        tuple(
+            (r.mode, f"{r.kcp_delay_s:g} s", r.samples, r.p50_ms, r.p99_ms, r.max_ms) for r in lat
+        ),
         "`sync` is upstream's behaviour (the admission waits for the KCP); `async` is ours "
         "(the event is queued and delivered in the background, so the API server never waits "
         "for the KCP).",
-        "",
-        "## Events per second, webhook → listener",
-        "",
-        "| events | admissions in flight | seconds (until the listener accepted all) "
-        "| events/s | admissions/s |",
-        "|---|---|---|---|---|",
-        f"| {thr.events} | {thr.in_flight} | {thr.seconds} | {thr.events_per_s} | "
-        f"{thr.admissions_per_s} |",
-        "",
-    ]
-    return "\n".join(lines)
+    )
+    heads = ("events", "admissions in flight", "seconds (until the listener accepted all)")
+    events = Table(
+        "Events per second, webhook → listener",
+        (*heads, "events/s", "admissions/s"),
+        (astuple(thr),),
+    )
+    return "\n".join(
+        [
+            "# Loopback benchmark: webhook ↔ KCP listener",
+            "",
+            f"Produced by `{meta['command']}` on {meta['date']} ({meta['cores']} cores, "
+            f"Python {meta['python']}, watcher {meta['version']}). Webhook and KCP listener run "
+            "as separate processes on 127.0.0.1 with mTLS; the client (this process) plays the "
+            "SKR API server. Numbers from a noisy 2-core machine: compare rows, not absolute "
+            "values.",
+            "",
+            *table_markdown(latency),
+            *table_markdown(events),
+        ]
+    )
 
 
 async def run(quick: bool) -> None:

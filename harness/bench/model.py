@@ -76,7 +76,8 @@ class BenchResult:
 
     name: str
     title: str
-    seconds: float
+    seconds: float = 0.0
+    """Wall time; the suite sets it for the benchmarks it runs."""
     description: str = ""
     tables: tuple[Table, ...] = ()
     targets: tuple[Target, ...] = ()
@@ -86,15 +87,9 @@ class BenchResult:
     """Set when the benchmark failed; the other benchmarks still run and report."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "seconds": round(self.seconds, 2),
-            "error": self.error,
-            "targets": [vars(t) for t in self.targets],
-            "figures": dict(self.figures),
-            "notes": list(self.notes),
-        }
+        """Everything but the tables and the description (views of ``figures``)."""
+        kept = {k: v for k, v in asdict(self).items() if k not in ("tables", "description")}
+        return {**kept, "seconds": round(self.seconds, 2)}
 
 
 @dataclass(frozen=True)

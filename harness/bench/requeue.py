@@ -1,62 +1,11 @@
 """Requeue economics: reconciles per Kyma-hour each mode needs for the SAME reaction p99 (pure).
 
-The question (issue 15, item 6): how many reconciles per Kyma-hour does Lifecycle Manager
-need to react to SKR changes as fast with polling as with the watcher? Comparing a 5 min
-safety requeue with 30 s polling cannot answer it (that ratio is capped at 10x by
-arithmetic and the two reaction times differ by three orders of magnitude), so this module
-fixes the reaction p99 and searches the polling interval instead.
-
-**Model.** A seeded write trace is replayed against the Lifecycle Manager's own queue,
-:class:`harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`, by a discrete-event loop
-over a simulated clock (no sleeping, no asyncio): ``workers`` take ready keys, each reconcile
-takes ``reconcile_seconds`` (a stated constant, 100 ms), and after each reconcile the Kyma is
-requeued after the mode's interval (``add_after`` keeps the earliest pending time, as
-controller-runtime's queue does). KLM's ``max-concurrent-kyma-reconciles`` defaults to 1,
-so 1 worker is the main setting; "unlimited" (one worker per Kyma) is the labelled best
-case for polling, where only the interval decides. Reaction = change → start of the next
-reconcile of that Kyma; p99 is nearest-rank (:func:`harness.report.stats.percentile`); a
-change never followed by a reconcile counts as an infinite reaction.
-
-- Watcher mode: a change enqueues its Kyma after a delivery delay (measured end-to-end
-  samples when given, else :data:`DEFAULT_DELIVERY_DELAY`), plus the 5 min success requeue
-  (10 and 30 min as sensitivity). Its reaction p99 is R_w.
-- Polling mode: requeue interval only. :func:`longest_interval_within` finds the longest
-  interval whose p99 ≤ max(R_w, :data:`FLOOR_S`) - the floor because polling cannot get below
-  ~0.99 x ``reconcile_seconds`` at any interval (a change landing during a reconcile waits for
-  the next one), and below 1 s it already costs > 3,500 reconciles per Kyma-hour. Matching at
-  the floor instead of R_w understates the watcher's advantage. When the workers saturate
-  (the queue grows, so reactions grow with it) polling may not reach the target at all; the
-  result then says so and reports the best p99 polling reached and its reconcile rate.
-
-**Steady state, not a restart.** The clock starts at ``-warmup`` with every Kyma's first
-timer at a seeded uniform phase in [0, interval), as after a long run; changes are drawn and
-reconciles counted in [0, span); after ``span`` the loop runs on until every change has been
-reacted to (bounded by a few cycles).
-
-**Write trace** (:func:`write_trace`, seeded). Mean :data:`CHANGES_PER_HOUR` = 3 changes per
-Kyma-hour (as in the issue), but neither uniform nor Poisson across the fleet:
-
-- skew: each Kyma's rate is the mean times a log-normal weight (sigma
-  :data:`SKEW_SIGMA` = 1.5, normalised to fleet mean 1): the median Kyma changes about once an
-  hour, a quarter of them less than every 3 h, the busiest few tens of times an hour;
-- busy-hour bursts: the fleet-wide intensity repeats a :data:`BURST_CYCLE_S` (1 h) cycle,
-  the first :data:`BURST_S` (15 min) at :data:`BURST_FACTOR` (2.2x), the rest at 0.6x (mean
-  1x) - a working day's peak compressed into every simulated hour, so a bounded span still
-  holds one.
-
-**Bounded spans.** A reconcile costs ~3-10 µs of CPU here, and polling needs ~1,200/(interval
-+ 0.1 s) reconciles per change, so each configuration gets its own span
-(:func:`span_for`): enough for :attr:`Plan.target_changes` changes, cut to
-:attr:`Plan.reconcile_budget` reconciles, never below a few intervals; a watcher
-configuration always gets whole burst cycles, so its event-triggered reconciles see the
-stated mean write rate. All spans are prefixes of one trace per fleet size, which starts
-with a burst: a short span over-represents bursts (pessimistic for the watcher's queueing;
-polling's reconciles and reaction do not depend on the write rate). Each table row says
-its span and how many changes it saw.
-
-**Verdict** (:func:`target_met`): ≥ :data:`WANTED_RATIO` x fewer reconciles at the same p99,
-or polling cannot reach that p99 at all because its workers saturate. A watcher whose own
-workers saturate never counts: its reconcile rate is then KLM's capacity, not a saving.
+Comparing a 5 min safety requeue with 30 s polling cannot say how much the watcher saves
+(the two reaction times differ by orders of magnitude), so this module fixes the reaction
+p99 and searches the polling interval instead: a seeded, skewed and bursty write trace is
+replayed against KLM's own :class:`~harness.kcp.lifecycle_manager.queue.workqueue.WorkQueue`
+by a discrete-event loop in simulated time. The model (workers, spans, write trace, floor,
+verdict) is described in section 5 of ``docs/benchmarks.md`` (:func:`run_requeue` writes it).
 """
 
 from __future__ import annotations
@@ -93,7 +42,9 @@ QUIET_FACTOR = (BURST_CYCLE_S - BURST_S * BURST_FACTOR) / (BURST_CYCLE_S - BURST
 """0.6: the rest of the cycle, so the cycle's mean intensity is exactly 1."""
 
 FLOOR_S = 1.0
-"""The lowest reaction p99 a polling interval is searched for (see the module docstring)."""
+"""The lowest reaction p99 a polling interval is searched for: polling cannot get below
+~0.99 x ``reconcile_seconds`` at any interval, and below 1 s it already costs > 3,500
+reconciles per Kyma-hour."""
 
 WARMUP_CYCLES = 1.0
 """Simulated time before the span, in passes over the fleet (plus one interval): enough for
@@ -157,7 +108,7 @@ class Trace:
 def write_trace(
     kymas: int, span: float, changes_per_hour: float = CHANGES_PER_HOUR, *, seed: int
 ) -> Trace:
-    """The seeded write trace of the module docstring: skewed per-Kyma rates, busy-hour bursts.
+    """The seeded write trace: log-normal per-Kyma rates (skew), busy-hour bursts.
 
     Each Kyma is an inhomogeneous Poisson process with rate ``rates[k] * intensity(t)``,
     drawn by thinning a homogeneous one at the burst peak.
@@ -402,7 +353,9 @@ QUICK_PLAN = Plan(target_changes=500, reconcile_budget=20_000, tolerance=0.1)
 
 
 def span_for(plan: Plan, *, kymas: int, interval: float, workers: int, events: bool) -> float:
-    """Simulated seconds for one configuration (see "Bounded spans" in the module docstring).
+    """Simulated seconds for one configuration: enough for ``plan.target_changes`` changes,
+    cut to ``plan.reconcile_budget`` reconciles, never below a few intervals; a watcher
+    configuration gets whole burst cycles, so it sees the stated mean write rate.
 
     Nondecreasing in ``interval``, so the span at the longest planned interval bounds every
     searched one and the trace can be drawn once per fleet size.

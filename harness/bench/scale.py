@@ -1,17 +1,9 @@
 """Benchmark 4: gateway + listener with 10, 100 and 1,000 SKRs (distinct client certificates).
 
-A real Envoy (:class:`~harness.kcp.gateway.envoy.EnvoyGateway`: mTLS with the KCP CA, XFCC
-``SANITIZE_SET``) routes ``/v2/lifecycle-manager/event`` to the real listener
-(``watcher.listener.Listener``, XFCC identity, SAN pinning with a lookup answering from a
-map runtime id → SKR domain) running as its own process (:mod:`harness.bench.kcp_stub`).
-Each simulated SKR has its own EC client certificate from the KCP CA and its own client
-(keep-alive, at most 4 connections); events are sent round-robin over the SKRs with a
-bounded number in flight, after a warm-up in which every SKR connected once. Reported per
-SKR count: events/s, latency p50/p99, CPU per event of the listener, Envoy and the load
-generator, and the RSS of Envoy and of the listener process after the run.
-
-The load generator is the Go program ``tools/event-load`` in its own process
-(:mod:`harness.bench.event_load`) when a Go toolchain is there to build it: a Python TLS
+A real Envoy (mTLS with the KCP CA, XFCC) routes events to the real listener (XFCC
+identity, SAN pinning) in its own process (:mod:`harness.bench.kcp_stub`); each simulated
+SKR has its own client certificate and client. The load generator is the Go program
+``tools/event-load`` (:mod:`harness.bench.event_load`) when Go is there: a Python TLS
 client would cost about as much CPU per event as Envoy and the listener together and, on
 2 shared cores, bound the wall rate itself. Without Go (or with
 ``WATCHER_BENCH_LOAD_GENERATOR=aiohttp``) it is aiohttp sessions in this process; the
@@ -207,7 +199,6 @@ def _generator_text(generator: LoadGenerator) -> str:
 
 
 async def run_scale(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     root = ctx.logs("scale-pki")
     logs = ctx.logs("scale")
     ca, gateway_tls = gateway_pki(root)
@@ -285,7 +276,6 @@ async def run_scale(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="scale",
         title="4. Gateway + listener scale (10 / 100 / 1,000 SKRs)",
-        seconds=time.monotonic() - started,
         description=(
             "Real Envoy (TLS 1.3, client certificates from the KCP CA, XFCC) in front of the "
             "real listener in its own process, XFCC identity, SAN pinning on."

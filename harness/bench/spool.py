@@ -104,13 +104,15 @@ CHURN = """
           mix: {create: 2, specUpdate: 4, statusUpdate: 1, labelFlip: 1, delete: 1}
           labels: {operator.kyma-project.io/watched-by: kyma}"""
 
+SETUP = """timeout: 90s
+clusters: {skrs: [{name: skr-a}, {name: skr-b}]}
+watchers: [{default: true}]
+steps:"""
+
 SCENARIOS = {
     "churn-kill": f"""
 name: spool-loss-churn-kill
-timeout: 90s
-clusters: {{skrs: [{{name: skr-a}}, {{name: skr-b}}]}}
-watchers: [{{default: true}}]
-steps:
+{SETUP}
   - name: kill-during-churn
     timeout: 70s
     try:
@@ -131,10 +133,7 @@ steps:
 """,
     "queued-kill": f"""
 name: spool-loss-queued-kill
-timeout: 90s
-clusters: {{skrs: [{{name: skr-a}}, {{name: skr-b}}]}}
-watchers: [{{default: true}}]
-steps:
+{SETUP}
   - name: kill-with-events-queued
     timeout: 70s
     try:

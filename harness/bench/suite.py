@@ -21,7 +21,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -109,7 +109,7 @@ async def run_suite(
         started = time.monotonic()
         try:
             async with asyncio.timeout(bench.budget_s):
-                result = await bench.run(ctx)
+                result = replace(await bench.run(ctx), seconds=time.monotonic() - started)
         except Exception as exc:  # reported as a failed benchmark; the others still run
             detail = "".join(traceback.format_exception_only(exc)).strip()
             if isinstance(exc, TimeoutError):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.bench.common import BenchContext, cpu_seconds, own_cpu_seconds
+from harness.bench.common import BenchContext, cpu_seconds, each_bounded, own_cpu_seconds
 from harness.bench.loopback import (
     WebhookClient,
     kcp_and_webhook_processes,
@@ -53,15 +53,9 @@ def _unchanged_update(i: int) -> dict[str, Any]:
 
 async def _saturate(client: WebhookClient, bodies: list[bytes], budget_s: float) -> float:
     """POST ``bodies`` with :data:`IN_FLIGHT` workers; the seconds it took."""
-    queue = iter(bodies)
-
-    async def worker() -> None:
-        for body in queue:  # shared iterator: each body is sent once
-            await client.admit(body)
-
     started = time.perf_counter()
     async with asyncio.timeout(budget_s):
-        await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
+        await each_bounded(bodies, IN_FLIGHT, client.admit)
     return time.perf_counter() - started
 
 
@@ -259,7 +253,6 @@ def _targets(
 
 
 async def run_throughput(ctx: BenchContext) -> BenchResult:
-    started = time.monotonic()
     foreign = os.environ.get(ENV_WEBHOOK_COMMAND, "").strip() or None
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
@@ -315,7 +308,6 @@ async def run_throughput(ctx: BenchContext) -> BenchResult:
     return BenchResult(
         name="throughput",
         title="3. Webhook throughput",
-        seconds=time.monotonic() - started,
         description=(
             "`watcher-webhook` and a KCP stub as separate processes on 127.0.0.1 with mTLS; "
             "this process posts AdmissionReviews like an API server would."

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.bench.common import cpu_seconds, loadavg, paced, run_queue_wait_seconds
+from harness.bench.common import cpu_seconds, loadavg, paced, per, run_queue_wait_seconds
 from harness.bench.loopback import kcp_and_webhook_processes, make_pki, review, webhook_client
 from harness.clusters.ports import free_port
 from harness.report.stats import percentile
@@ -55,13 +55,6 @@ STATES: tuple[KcpState, ...] = (
 def quantile_curve(samples_ms: Sequence[float]) -> list[float]:
     """Latency at each of :data:`CURVE`'s percentiles (the project's one percentile)."""
     return [round(percentile(samples_ms, q), 3) for q in CURVE]
-
-
-def _per(before: float | None, after: float | None, count: int) -> float | None:
-    """Milliseconds per item of a counter read before and after; None if unreadable."""
-    if before is None or after is None or not count:
-        return None
-    return round(1000 * (after - before) / count, 3)
 
 
 async def _one_state(
@@ -104,8 +97,8 @@ async def _one_state(
         "p999_ms": round(percentile(times, 99.9), 3),
         "max_ms": round(max(times), 3),
         "events_accepted_by_kcp_during_run": delivered,
-        "webhook_cpu_ms_per_admission": _per(cpu0, cpu1, sent),
-        "webhook_run_queue_wait_ms_per_admission": _per(wait0, wait1, sent),
+        "webhook_cpu_ms_per_admission": per(cpu0, cpu1, sent),
+        "webhook_run_queue_wait_ms_per_admission": per(wait0, wait1, sent),
         "load_1min": load,
         "curve_ms": quantile_curve(times),
     }

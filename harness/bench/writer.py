@@ -238,33 +238,19 @@ def requeue_curve_png(fleets: Sequence[Mapping[str, Any]], *, floor_s: float) ->
                         fontsize=6,
                         color="#555555",
                     )
-            for m, point in enumerate(run["watcher_points"]):
-                if point["reaction_p99_s"] is None:  # a change never reconciled: no point
+            outlined = {"color": color, "edgecolors": "black", "linewidths": 0.6}
+            for m, p in enumerate(run["watcher_points"]):
+                if p["reaction_p99_s"] is None:  # a change never reconciled: no point
                     continue
-                ax.scatter(
-                    [point["reaction_p99_s"]],
-                    [point["reconciles_per_kyma_hour"]],
-                    marker=markers[m % len(markers)],
-                    s=42,
-                    color=color,
-                    edgecolors="black",
-                    linewidths=0.6,
-                    zorder=3,
-                    label=f"{point['mode']}, {who}",
-                )
+                marker = markers[m % len(markers)]
+                label = f"{p['mode']}, {who}"
+                xy = ([p["reaction_p99_s"]], [p["reconciles_per_kyma_hour"]])
+                ax.scatter(*xy, marker=marker, s=42, zorder=3, label=label, **outlined)
             main = run["comparisons"][0] if run["comparisons"] else None
-            if main and main["reachable"] and main["polling"]["reaction_p99_s"] is not None:
-                ax.scatter(
-                    [main["polling"]["reaction_p99_s"]],
-                    [main["polling"]["reconciles_per_kyma_hour"]],
-                    marker="*",
-                    s=110,
-                    color=color,
-                    edgecolors="black",
-                    linewidths=0.6,
-                    zorder=4,
-                    label=f"polling matched to the watcher, {who}",
-                )
+            if main and main["reachable"] and (p := main["polling"])["reaction_p99_s"] is not None:
+                label = f"polling matched to the watcher, {who}"
+                xy = ([p["reaction_p99_s"]], [p["reconciles_per_kyma_hour"]])
+                ax.scatter(*xy, marker="*", s=110, zorder=4, label=label, **outlined)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("reaction p99 (s): change → next reconcile starts")

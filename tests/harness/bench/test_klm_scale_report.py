@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.bench.common import first_at_or_after
 from harness.bench.klm_scale_report import (
     QUICK,
     KlmRun,
@@ -14,7 +15,6 @@ from harness.bench.klm_scale_report import (
     Seen,
     Write,
     event_to_reconcile,
-    first_at_or_after,
     klm_scale_result,
     run_figures,
     timeline_png,

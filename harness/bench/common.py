@@ -147,14 +147,24 @@ async def paced(
 async def each_bounded(
     items: Iterable[T], in_flight: int, action: Callable[[T], Awaitable[object]]
 ) -> None:
-    """``action(item)`` for every item with at most ``in_flight`` running (a worker pool)."""
+    """``action(item)`` for every item with at most ``in_flight`` running (a worker pool).
+
+    The first failure is raised as it is, after the other workers are cancelled, so
+    nothing runs on unowned.
+    """
     shared = iter(items)
 
     async def worker() -> None:
         for item in shared:  # shared iterator: each item is taken once
             await action(item)
 
-    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    workers = [asyncio.ensure_future(worker()) for _ in range(in_flight)]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
 
 def own_cpu_seconds() -> float:

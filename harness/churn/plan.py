@@ -1,23 +1,11 @@
 """Seeded churn plans: which object to write, how, and when. Pure: no I/O, no clock.
 
-``make_plan(spec)`` walks an evolving model of every object in the pool (per cluster and
-kind, ``spec.objects`` slots with fixed names) and picks, for each write slot on the
-timeline, a kind, an operation allowed by the model and an object:
-
-* ``create`` only for an absent object (with ``spec.labels`` and the flip labels on);
-* ``spec-update``, ``label-flip`` and ``delete`` only for an existing object;
-* ``status-update`` only for an existing object of a kind with a ``status`` subresource;
-* every update really changes what it names (a new ``spec.channel``, new ``data``, a new
-  ``status.state``); a label flip removes the flip labels when all are on, else adds them.
-
-The timeline: each cluster writes ``rate`` times per second for ``duration`` seconds
-(clusters staggered evenly within a period); the plan never exceeds ``max_mutations``.
-When no operation with a positive weight fits the model (an empty pool and no create
-weight), the plan creates an object if it can and otherwise leaves the slot empty.
-
-Randomness comes only from ``random.Random(seed)`` and a Faker instance seeded with the
-same seed, so the same ``ChurnSpec`` gives the same plan (with the same Faker version).
-``check_plan`` replays a plan against an independent model and lists every violation.
+``make_plan(spec)`` walks an evolving model of every object in the pool and picks, for
+each write slot on the timeline, an operation the model allows (create only when absent,
+updates and deletes only when present, every update really changes what it names), so a
+plan never writes something the API server must refuse. Randomness comes only from
+``random.Random(seed)`` and a Faker seeded alike: the same ``ChurnSpec`` gives the same
+plan. ``check_plan`` replays a plan against an independent model and lists every violation.
 """
 
 from __future__ import annotations

@@ -1,49 +1,9 @@
 """Ground truth: which manager must receive which WatchEvent for the writes a churn made.
 
-Pure. The oracle models only the API server's routing; the webhook's decision is
-``watcher.decide.decide`` itself, called on a synthesized AdmissionReview, so the oracle
-cannot drift from the product's rules.
-
-**Routing** (one webhook per Watcher, see docs/ground-truth.md): a write reaches a
-Watcher's webhook when
-
-* the resource matches: group, version and resource equal the rule's or the rule says
-  ``*``; a ``field: spec`` rule (``resources [<resource>]``) gets CREATE, UPDATE and DELETE
-  of the object itself; a ``field: status`` rule (``resources [<resource>/status]``) gets
-  only UPDATEs of the status subresource;
-* the rule's ``objectSelector`` (``labelsToWatch``) selects the object: the new labels on
-  CREATE, the old labels on DELETE, the old *or* the new labels on UPDATE;
-* the Watcher's webhook was active: see ``Rule.since``/``until`` and ``settle`` below.
-
-Writes the API server accepted (``ExecutedMutation.ok``) count; the objects' states are
-replayed from them (merge patches applied to the last state), so the review carries real
-old and new objects. A failed write counts by what it did (``WriteFailure``): a refused
-one not at all; an *admitted* one (a CREATE answered 409: the webhook saw it, storage
-refused it) may cause an event and leaves the state alone; one of *unknown* effect (the
-connection broke after sending, a 500/504) may cause an event, and from then on the
-object's state is unknown — every later write to it that the rule's resource covers may
-or may not cause an event, whatever its labels.
-
-**Coalescing rule.** For each (manager, runtime id, object), let k be the number of
-(write, webhook) pairs whose decision is "send". The webhook coalesces identical pending
-events (same path and body) and a manager reached by two Watchers' webhooks may get the
-same write twice, so
-
-* k = 0: no event may arrive (any event is *spurious*);
-* k >= 1: between 1 and k events arrive, and at least one of them is received after the
-  last causing write was *sent*. More than k events are *duplicates*.
-
-"Sent", not "acknowledged": the webhook sees a write during admission, before the API
-server acknowledges it, and delivers asynchronously, so the event for the last write may
-legitimately arrive before its acknowledgement. The event that follows the last admission
-is either queued by it or is a pending identical event that had not been attempted yet,
-so its delivery starts after the admission, which is after the write was sent.
-
-**Uncertain causes.** A webhook added or removed while the churn runs reaches the API
-server after a delay. A write whose [sent, acked] interval lies within ``settle`` seconds
-after a rule's ``since`` or ``until`` may or may not produce an event: it adds to
-``optional``, not to k. Then the bounds are ``1..k+optional`` when k >= 1 and
-``0..optional`` when k = 0; the "after the last cause" condition uses required causes only.
+Pure. The oracle models only the API server's routing (resource, ``objectSelector``,
+webhook activity, failed writes by ``WriteFailure``) and the coalescing bounds, as
+docs/ground-truth.md lays out; the webhook's decision is ``watcher.decide.decide`` itself,
+called on a synthesized AdmissionReview, so the oracle cannot drift from the product's rules.
 """
 
 from __future__ import annotations

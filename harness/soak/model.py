@@ -1,30 +1,10 @@
 """What a soak measures and how it is judged. Pure: numbers in, numbers and verdicts out.
 
-**Windows.** Warm-up is the first ``warmup_fraction`` of the run, at least ``min_warmup``
-seconds (caches fill, pools open, the allocator reaches its working set) — unless the run
-is too short for that: then the warm-up shrinks to what leaves a gap of one window
-between the two windows (a 60 s run: 42 s warm-up, windows of 6 s), so a short soak is
-a smoke run of the same checks instead of a refusal. Growth compares
-the *first window after warm-up* with the *last window* of the run, each
-``window_fraction`` of the duration long; the last one takes every reading from its start
-to the end of the churn (the final reading may come a moment after ``duration``).
-
-**RSS growth** is ``mean(last) / mean(first) - 1`` of the samples in the two windows.
-
-**File descriptors** are judged without the ESTABLISHED TCP connections, on the *floor*
-(the minimum) of each window. Established connections between the components are
-keep-alive pools: the webhook's client (aiohttp reuses pooled connections first in, first
-out, so every connection a burst opened stays warm while events keep coming; at most
-``WATCHER_POOL_SIZE``, 16), the API server's client to the webhook, Envoy's both sides;
-their count follows the highest concurrency seen so far and is bounded by those pools.
-They are reported (peak per window), not judged. Everything else — files, pipes, event
-fds, listening sockets, and sockets in any other TCP state (a connection the peer closed
-but we never did sits in CLOSE_WAIT) — must not grow: growth = floor(last) - floor(first)
-<= ``fd_tolerance`` (0). Floors, not peaks: an in-flight request holds a descriptor for a
-moment, so peaks wobble with timing, while a leaked descriptor lifts the floor for good.
-
-A process whose pid changed during the measured windows (it was restarted) cannot be
-judged: its growth is reported as such and fails the criterion.
+Growth compares the first window after warm-up with the last window of the run (a run too
+short for the warm-up shrinks it, so a short soak is a smoke run of the same checks). RSS
+is judged on window means; descriptors without ESTABLISHED connections (bounded keep-alive
+pools) on window floors, since a leak lifts the floor for good while in-flight requests
+only wobble peaks. A restarted process cannot be judged and fails. See docs/soak.md.
 """
 
 from __future__ import annotations

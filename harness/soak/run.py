@@ -1,16 +1,8 @@
 """One soak run: environment up, a second manager's listener as its own process, churn at
 the target rate while every watcher process is sampled, then the ground-truth oracle.
 
-**What runs.** KCP + ``skrs`` SKRs (real API servers), the Envoy gateway, the KLM
-stand-in (its listener inside this process, Watcher ``klm-watcher`` on Kymas), and a
-``watcher-listener`` process for ``config-manager`` (Watcher ``soak-configmaps`` on
-ConfigMaps labelled ``SOAK_LABEL``). The churn writes Kymas and ConfigMaps on every SKR:
-creates, spec updates, status updates (no Watcher asks for Kyma status: any such event
-is spurious), label flips that move objects in and out of both Watchers' selectors, and
-deletes — ``rate`` writes per second in total, spread evenly over the SKRs.
-
-**Bounded.** The plan holds at most ``rate * duration`` writes; the churn runner sends
-nothing after ``duration + 5 s``; the whole churn is cancelled after ``duration + 120 s``.
+Bounded: the plan holds at most ``rate * duration`` writes; the churn runner sends nothing
+after ``duration + 5 s``; the whole churn is cancelled after ``duration + 120 s``.
 """
 
 from __future__ import annotations

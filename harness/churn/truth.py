@@ -160,7 +160,7 @@ class Cause:
 
 @dataclass(frozen=True)
 class ExpectedEvent:
-    """The truth for one (manager, runtime, object): ``required`` = k, see the module doc."""
+    """The truth for one (manager, runtime, object): ``required`` = k, see docs/ground-truth.md."""
 
     key: EventKey
     cluster: str

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.soak.config import SoakConfig
-from harness.soak.model import Thresholds
 from harness.soak.plot import rss_fd_png
 from harness.soak.report import render_markdown
 from harness.soak.result import SoakResult, to_json
@@ -56,18 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from(args: argparse.Namespace) -> SoakConfig:
+    knobs = ("duration", "rate", "skrs", "objects", "seed", "interval", "min_warmup", "settle")
     return SoakConfig(
-        duration=args.duration,
-        rate=args.rate,
-        skrs=args.skrs,
-        objects=args.objects,
-        seed=args.seed,
-        interval=args.interval,
-        min_warmup=args.min_warmup,
-        settle=args.settle,
+        **{knob: getattr(args, knob) for knob in knobs},
         log_dir=args.log_dir,
         health_interval=args.health_interval or None,
-        thresholds=Thresholds(),
     )
 
 

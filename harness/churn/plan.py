@@ -14,7 +14,7 @@ import math
 import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from faker import Faker
@@ -52,14 +52,9 @@ class ChurnMix:
         if any(w < 0 or not math.isfinite(w) for w in self._weights().values()):
             raise ValueError(f"mix weights must be finite and non-negative: {self}")
 
-    def _weights(self) -> dict[MutationOp, float]:
-        return {
-            "create": self.create,
-            "spec-update": self.spec_update,
-            "status-update": self.status_update,
-            "label-flip": self.label_flip,
-            "delete": self.delete,
-        }
+    def _weights(self) -> dict[str, float]:
+        """Weight per operation name (field ``spec_update`` is operation ``spec-update``)."""
+        return {name.replace("_", "-"): w for name, w in asdict(self).items()}
 
     def weight(self, op: MutationOp) -> float:
         return self._weights()[op]
@@ -202,7 +197,7 @@ def _next(
     slot = rng.choice(absent if op == "create" else present)
     before = slot.obj
     body = _body(spec, info, op, slot, rng, fake, mutation_id)
-    slot.obj = _after(before, op, body)
+    slot.obj = None if op == "delete" else apply_merge_patch(before, body)
     return Mutation(
         id=mutation_id,
         at=at,
@@ -216,14 +211,6 @@ def _next(
         labels_after=frozen_map(labels_of(slot.obj)),
         has_spec=info.has_spec,
     )
-
-
-def _after(before: dict[str, Any] | None, op: MutationOp, body: dict[str, Any] | None) -> Any:
-    if op == "delete":
-        return None
-    if op == "create":
-        return body
-    return apply_merge_patch(before, body)
 
 
 def _body(

@@ -165,7 +165,7 @@ class OracleCounts:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The pass criteria (issue 6)."""
+    """The pass criteria."""
 
     rss_growth: float = 0.10
     fd_tolerance: int = 0

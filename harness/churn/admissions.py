@@ -1,18 +1,11 @@
 """Admissions the API server really made, against the ones the ground truth routes. Pure.
 
-Why: the kube-apiserver may call a validating webhook twice for one write. Its update and
-delete paths (k8s.io/apiserver ``CacheDelegator.GuaranteedUpdate`` → etcd3
-``store.GuaranteedUpdate``) start from the watch cache's copy of the object; when that
-copy is stale the optimistic put fails and the loop runs again — validating admission
-included, since ``registry.Store.Update`` calls it inside ``tryUpdate``. Each admission
-can queue an event, so one write can cause two events (measured: about 1 write in 450
-patched back to back; tests/harness/churn/test_admission_repeats_e2e.py).
-
-The oracle must not loosen its duplicate rule blindly, so it counts what happened: the
-SKR API server's own counter ``apiserver_admission_webhook_request_total`` (one per call,
-by webhook name) read before and after a churn, minus the (write, webhook) pairs the
-truth routes, is the number of *repeated admissions*. Only that many duplicates are
-explained (:func:`harness.expect.match.match_events`, ``repeats``).
+Why: the kube-apiserver may call a validating webhook twice for one write (a stale watch
+cache copy makes ``GuaranteedUpdate`` retry, admission included), and each admission can
+queue an event. The oracle must not loosen its duplicate rule blindly, so it counts what
+happened: ``apiserver_admission_webhook_request_total`` before and after a churn, minus
+the (write, webhook) pairs the truth routes, is the number of *repeated admissions*; only
+that many duplicates are explained (:func:`harness.expect.match.match_events`).
 """
 
 from __future__ import annotations

@@ -107,16 +107,9 @@ class Mutation:
 
 
 class WriteFailure(StrEnum):
-    """What a failed write did on the API server — what the ground truth may assume.
-
-    * ``refused``: nothing (connection refused, 404, 422, 503 before serving, ...): no
-      admission, no change, no event;
-    * ``admitted``: validating admission ran, then storage refused: a CREATE answered 409
-      AlreadyExists (``registry.Store.Create`` calls the webhooks before the storage
-      create) — the webhook saw it and may send an event, the object is unchanged;
-    * ``unknown``: the request may have been applied (the connection broke after it was
-      sent, a timeout, a 500/504) — its event and the object's state after it are unknown.
-    """
+    """What a failed write did on the API server — what the ground truth may assume: it was
+    ``refused`` before admission, ``admitted`` and then refused by storage (a CREATE
+    answered 409), or of ``unknown`` effect (see the table in docs/ground-truth.md)."""
 
     REFUSED = "refused"
     ADMITTED = "admitted"

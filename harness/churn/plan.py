@@ -1,23 +1,11 @@
 """Seeded churn plans: which object to write, how, and when. Pure: no I/O, no clock.
 
-``make_plan(spec)`` walks an evolving model of every object in the pool (per cluster and
-kind, ``spec.objects`` slots with fixed names) and picks, for each write slot on the
-timeline, a kind, an operation allowed by the model and an object:
-
-* ``create`` only for an absent object (with ``spec.labels`` and the flip labels on);
-* ``spec-update``, ``label-flip`` and ``delete`` only for an existing object;
-* ``status-update`` only for an existing object of a kind with a ``status`` subresource;
-* every update really changes what it names (a new ``spec.channel``, new ``data``, a new
-  ``status.state``); a label flip removes the flip labels when all are on, else adds them.
-
-The timeline: each cluster writes ``rate`` times per second for ``duration`` seconds
-(clusters staggered evenly within a period); the plan never exceeds ``max_mutations``.
-When no operation with a positive weight fits the model (an empty pool and no create
-weight), the plan creates an object if it can and otherwise leaves the slot empty.
-
-Randomness comes only from ``random.Random(seed)`` and a Faker instance seeded with the
-same seed, so the same ``ChurnSpec`` gives the same plan (with the same Faker version).
-``check_plan`` replays a plan against an independent model and lists every violation.
+``make_plan(spec)`` walks an evolving model of every object in the pool and picks, for
+each write slot on the timeline, an operation the model allows (create only when absent,
+updates and deletes only when present, every update really changes what it names), so a
+plan never writes something the API server must refuse. Randomness comes only from
+``random.Random(seed)`` and a Faker seeded alike: the same ``ChurnSpec`` gives the same
+plan. ``check_plan`` replays a plan against an independent model and lists every violation.
 """
 
 from __future__ import annotations
@@ -26,7 +14,7 @@ import math
 import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from faker import Faker
@@ -64,14 +52,9 @@ class ChurnMix:
         if any(w < 0 or not math.isfinite(w) for w in self._weights().values()):
             raise ValueError(f"mix weights must be finite and non-negative: {self}")
 
-    def _weights(self) -> dict[MutationOp, float]:
-        return {
-            "create": self.create,
-            "spec-update": self.spec_update,
-            "status-update": self.status_update,
-            "label-flip": self.label_flip,
-            "delete": self.delete,
-        }
+    def _weights(self) -> dict[str, float]:
+        """Weight per operation name (field ``spec_update`` is operation ``spec-update``)."""
+        return {name.replace("_", "-"): w for name, w in asdict(self).items()}
 
     def weight(self, op: MutationOp) -> float:
         return self._weights()[op]
@@ -214,7 +197,7 @@ def _next(
     slot = rng.choice(absent if op == "create" else present)
     before = slot.obj
     body = _body(spec, info, op, slot, rng, fake, mutation_id)
-    slot.obj = _after(before, op, body)
+    slot.obj = None if op == "delete" else apply_merge_patch(before, body)
     return Mutation(
         id=mutation_id,
         at=at,
@@ -228,14 +211,6 @@ def _next(
         labels_after=frozen_map(labels_of(slot.obj)),
         has_spec=info.has_spec,
     )
-
-
-def _after(before: dict[str, Any] | None, op: MutationOp, body: dict[str, Any] | None) -> Any:
-    if op == "delete":
-        return None
-    if op == "create":
-        return body
-    return apply_merge_patch(before, body)
 
 
 def _body(

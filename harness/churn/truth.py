@@ -1,10 +1,9 @@
 """Ground truth: which manager must receive which WatchEvent for the writes a churn made.
 
-Pure. The oracle models only the API server's routing (which webhooks a write reaches,
-how failed writes count) and replays the objects' states from accepted writes; the
-webhook's decision is ``watcher.decide.decide`` itself, called on a synthesized
-AdmissionReview, so the oracle cannot drift from the product's rules. Routing, the
-coalescing rule (1..k events per group) and uncertain causes: docs/ground-truth.md.
+Pure. The oracle models only the API server's routing (resource, ``objectSelector``,
+webhook activity, failed writes by ``WriteFailure``) and the coalescing bounds, as
+docs/ground-truth.md lays out; the webhook's decision is ``watcher.decide.decide`` itself,
+called on a synthesized AdmissionReview, so the oracle cannot drift from the product's rules.
 """
 
 from __future__ import annotations
@@ -161,7 +160,7 @@ class Cause:
 
 @dataclass(frozen=True)
 class ExpectedEvent:
-    """The truth for one (manager, runtime, object): ``required`` = k, see the module doc."""
+    """The truth for one (manager, runtime, object): ``required`` = k, see docs/ground-truth.md."""
 
     key: EventKey
     cluster: str

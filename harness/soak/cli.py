@@ -56,8 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from(args: argparse.Namespace) -> SoakConfig:
     knobs = ("duration", "rate", "skrs", "objects", "seed", "interval", "min_warmup", "settle")
-    knobs_from_args = {k: getattr(args, k) for k in (*knobs, "log_dir")}
-    return SoakConfig(**knobs_from_args, health_interval=args.health_interval or None)
+    return SoakConfig(
+        **{knob: getattr(args, knob) for knob in knobs},
+        log_dir=args.log_dir,
+        health_interval=args.health_interval or None,
+    )
 
 
 def write_outputs(

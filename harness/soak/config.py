@@ -1,9 +1,6 @@
-"""What one soak run is: its knobs, the churn it writes, and the two Watchers it routes.
-
-KLM's Watcher (Kymas → ``lifecycle-manager``) and ``soak-configmaps`` (ConfigMaps
-labelled ``SOAK_LABEL`` → ``config-manager``, whose listener runs as its own process), and
-the ground-truth rules both give the oracle. Split from :mod:`harness.soak.run` so the
-command line and the report read a run's knobs without the code that runs it.
+"""What one soak run is: its knobs, the churn it writes, and the two Watchers it routes
+(KLM's on Kymas, ``soak-configmaps`` on ConfigMaps labelled ``SOAK_LABEL``), apart from
+the code that runs it so the command line and the report can read a run's knobs.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """What a soak measures and how it is judged. Pure: numbers in, numbers and verdicts out.
 
-**Windows.** Warm-up is the first ``warmup_fraction`` of the run, at least ``min_warmup``
-seconds (caches fill, pools open, the allocator reaches its working set), unless the run
-is too short: then it shrinks to leave a gap of one window between the two windows, so a
-short soak is a smoke run of the same checks instead of a refusal. Growth compares the
-first window after warm-up with the last window (which takes every reading to the end).
-
-**RSS growth** is ``mean(last) / mean(first) - 1``. **File descriptors** are judged
-without ESTABLISHED TCP connections (keep-alive pools, bounded; reported, not judged), on
-each window's *floor*: in-flight requests only lift peaks, a leaked descriptor lifts the
-floor for good (docs/soak.md, "Method"). A process restarted during the measured
-windows cannot be judged and fails the criterion.
+Growth compares the first window after warm-up with the last window of the run (a run too
+short for the warm-up shrinks it, so a short soak is a smoke run of the same checks). RSS
+is judged on window means; descriptors without ESTABLISHED connections (bounded keep-alive
+pools) on window floors, since a leak lifts the floor for good while in-flight requests
+only wobble peaks. A restarted process cannot be judged and fails. See docs/soak.md.
 """
 
 from __future__ import annotations
@@ -111,6 +105,11 @@ def _mean(values: Sequence[int]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _values(group: list[Sample], reading: str) -> list[int]:
+    """The readings of ``reading`` (a ``Sample`` attribute) that were taken."""
+    return [v for s in group if (v := getattr(s, reading)) is not None]
+
+
 def growth(samples: Iterable[Sample], windows: Windows, process: str, role: Role) -> Growth:
     """``process``'s growth between the windows (other processes' samples are ignored)."""
     mine = [s for s in samples if s.process == process]
@@ -119,31 +118,19 @@ def growth(samples: Iterable[Sample], windows: Windows, process: str, role: Role
     measured = [s for s in mine if windows.warmup <= s.t]
     pids = {s.pid for s in measured if s.pid is not None}
 
-    def rss(group: list[Sample]) -> list[int]:
-        return [s.rss for s in group if s.rss is not None]
-
-    def fds(group: list[Sample]) -> list[int]:
-        return [s.fds for s in group if s.fds is not None]
-
-    def other(group: list[Sample]) -> list[int]:
-        return [s.other_fds for s in group if s.other_fds is not None]
-
-    def conns(group: list[Sample]) -> list[int]:
-        return [s.connections for s in group if s.connections is not None]
-
     return Growth(
         process=process,
         role=role,
-        rss_start=_mean(rss(first)),
-        rss_end=_mean(rss(last)),
-        fd_floor_start=min(other(first), default=None),
-        fd_floor_end=min(other(last), default=None),
-        fd_peak_start=max(fds(first), default=None),
-        fd_peak_end=max(fds(last), default=None),
+        rss_start=_mean(_values(first, "rss")),
+        rss_end=_mean(_values(last, "rss")),
+        fd_floor_start=min(_values(first, "other_fds"), default=None),
+        fd_floor_end=min(_values(last, "other_fds"), default=None),
+        fd_peak_start=max(_values(first, "fds"), default=None),
+        fd_peak_end=max(_values(last, "fds"), default=None),
         samples=len(mine),
         restarted=len(pids) > 1,
-        conn_peak_start=max(conns(first), default=None),
-        conn_peak_end=max(conns(last), default=None),
+        conn_peak_start=max(_values(first, "connections"), default=None),
+        conn_peak_end=max(_values(last, "connections"), default=None),
     )
 
 
@@ -178,7 +165,7 @@ class OracleCounts:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The pass criteria (issue 6)."""
+    """The pass criteria."""
 
     rss_growth: float = 0.10
     fd_tolerance: int = 0

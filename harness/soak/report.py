@@ -12,20 +12,9 @@ from typing import Any
 MIB = 1024 * 1024
 
 
-def _mib(value: Any) -> str:
-    return "-" if value is None else f"{value / MIB:.1f}"
-
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{value * 100:+.1f} %"
-
-
-def _int(value: Any) -> str:
-    return "-" if value is None else str(value)
-
-
-def _signed(value: Any) -> str:
-    return "-" if value is None else f"{value:+d}"
+def _shown(value: Any, spec: str = "", scale: float = 1, unit: str = "") -> str:
+    """``value * scale`` formatted with ``spec`` and ``unit``, or "-" when not measured."""
+    return "-" if value is None else format(value * scale, spec) + unit
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -88,14 +77,14 @@ def render_markdown(doc: Mapping[str, Any], *, plot_name: str = "soak-rss.png") 
                 (
                     f"{p['name']} ({p['command'] or '?'})",
                     "yes" if p["role"] == "watcher" else "info",
-                    _mib(p["rss_start"]),
-                    _mib(p["rss_end"]),
-                    "restarted" if p["restarted"] else _pct(p["rss_growth"]),
-                    _int(p["fd_floor_start"]),
-                    _int(p["fd_floor_end"]),
-                    _signed(p["fd_growth"]),
-                    f"{_int(p.get('conn_peak_start'))}/{_int(p.get('conn_peak_end'))}",
-                    f"{_int(p['fd_peak_start'])}/{_int(p['fd_peak_end'])}",
+                    _shown(p["rss_start"], ".1f", 1 / MIB),
+                    _shown(p["rss_end"], ".1f", 1 / MIB),
+                    "restarted" if p["restarted"] else _shown(p["rss_growth"], "+.1f", 100, " %"),
+                    _shown(p["fd_floor_start"]),
+                    _shown(p["fd_floor_end"]),
+                    _shown(p["fd_growth"], "+d"),
+                    f"{_shown(p.get('conn_peak_start'))}/{_shown(p.get('conn_peak_end'))}",
+                    f"{_shown(p['fd_peak_start'])}/{_shown(p['fd_peak_end'])}",
                     str(p["samples"]),
                 )
                 for p in doc["processes"]

@@ -1,8 +1,5 @@
-"""What one soak run found, and the JSON document (``docs/soak.json``) it is written as.
-
-:class:`SoakResult` holds everything the report needs; :func:`to_json` is the document the
-Markdown report and the plot are rendered from. Split from :mod:`harness.soak.run`, which
-produces the result.
+"""What one soak run found, and the JSON document (``docs/soak.json``) the Markdown report
+and the plot are rendered from.
 """
 
 from __future__ import annotations

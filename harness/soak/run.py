@@ -1,11 +1,8 @@
 """One soak run: environment up, a second manager's listener as its own process, churn at
 the target rate while every watcher process is sampled, then the ground-truth oracle.
 
-What runs (KCP and SKRs, the gateway, the KLM stand-in, ``watcher-listener`` for
-``config-manager``) and what the churn writes: docs/soak.md, "Method".
-
-**Bounded.** The plan holds at most ``rate * duration`` writes; the churn runner sends
-nothing after ``duration + 5 s``; the whole churn is cancelled after ``duration + 120 s``.
+Bounded: the plan holds at most ``rate * duration`` writes; the churn runner sends nothing
+after ``duration + 5 s``; the whole churn is cancelled after ``duration + 120 s``.
 """
 
 from __future__ import annotations

@@ -244,7 +244,7 @@ def kubeconfig(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
 
 
 def _env_kubeconfig(env: str, cluster: str) -> Path:
-    from harness.cli.up import running
+    from harness.cli.up_state import running
 
     state = running(env)
     if state is None:

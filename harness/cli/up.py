@@ -10,10 +10,8 @@ instead, without running its steps (:mod:`harness.cli.up_plan`). With ``--klm-co
 the KCP's Lifecycle Manager is that command, the harness playing cert-manager, kubelets
 and ingress (:mod:`harness.environment.any_klm`); the live view then shows what its log says.
 
-A running environment is described by a state file (``<cache>/envs/<name>.json``: owner
-PID, kubeconfigs, ports) that the owning process writes when ready and removes when it has
-stopped everything. ``down`` signals that PID — never a process found by name — after
-checking it still is our ``up`` process.
+The state file that says an environment is up, and who owns it, is
+:mod:`harness.cli.up_state`; what ``up`` prints about it, :mod:`harness.cli.up_view`.
 """
 
 from __future__ import annotations
@@ -23,164 +21,19 @@ import asyncio
 import dataclasses
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli.up_state import claim, detach, down, print_state, running, state_file
 from harness.errors import HarnessError
 from watcher.errors import WatcherError
 
 if TYPE_CHECKING:
     from harness.cli.up_plan import Plan
-    from harness.clusters.plane import Environment as Clusters
     from harness.environment import WatcherEnvironment
-    from harness.environment.any_klm import KlmEnvironment
-    from harness.kcp.gateway.envoy import EnvoyGateway
-
-LIVE_POLL = 0.2
-DETACH_READY_TIMEOUT = 180.0
-DOWN_TIMEOUT = 60.0
-
-
-def state_dir() -> Path:
-    from harness.clusters.go_build import cache_root
-
-    return cache_root() / "envs"
-
-
-def state_file(name: str) -> Path:
-    return state_dir() / f"{name}.json"
-
-
-def print_state(state: dict[str, Any]) -> None:
-    print(
-        f"environment {state['name']} (pid {state['pid']}), clusters ready in "
-        f"{state['startup_seconds']:.1f} s; kubeconfigs:"
-    )
-    for cluster, path in state["kubeconfigs"].items():
-        print(f"  {cluster:8} {path}")
-    print(f"gateway   {state['gateway']} (admin {state['gateway_admin']})")
-    if state["klm_listener"]:
-        print(f"KLM listener {state['klm_listener']}")
-    if state.get("klm_metrics"):
-        print(f"KLM metrics  {state['klm_metrics']}")
-    if state.get("watcher_health"):
-        print(f"watcher health: `watcher-harness health {state['name']}` prints the table")
-    for skr, hook in state["webhooks"].items():
-        print(f"webhook {skr}: {hook['url']} metrics {hook['metrics']}")
-    if state.get("scenario"):
-        scenario = state["scenario"]
-        print(f"scenario {scenario['name']} ({scenario['file']}): set up; no steps run")
-    if state.get("modules"):
-        print(state["modules"])
-
-
-def claim(name: str) -> asyncio.Event:
-    """The event SIGINT/SIGTERM set; an error if another ``up`` holds environment
-    ``name``'s state file."""
-    if running(name) is not None:
-        raise HarnessError(
-            f"environment {name!r} is already up (see {state_file(name)}); "
-            f"`watcher-harness down {name}` stops it"
-        )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
-
-
-def running(name: str) -> dict[str, Any] | None:
-    """The state of environment ``name`` while its ``up`` process runs, else None."""
-    try:
-        state = json.loads(state_file(name).read_text())
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) and owner_alive(state) else None
-
-
-def owner_alive(state: dict[str, Any]) -> bool:
-    """Is the state's PID still our ``up`` process (not a reused PID)?"""
-    try:
-        cmdline = Path(f"/proc/{int(state['pid'])}/cmdline").read_bytes().split(b"\0")
-    except (OSError, KeyError, ValueError):
-        return False
-    launched = any(part.endswith((b"harness.cli", b"watcher-harness")) for part in cmdline)
-    return launched and b"up" in cmdline
-
-
-def detach(name: str, up_args: list[str]) -> int:
-    """Start ``up --name NAME UP_ARGS`` in its own session; return once it is ready (or
-    say why not)."""
-    path = state_file(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    log = path.with_suffix(".log")
-    argv = [sys.executable, "-m", "harness.cli", "up", "--name", name, *up_args]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + DETACH_READY_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-            print(
-                f"watcher-harness: up exited with {proc.returncode}; last lines of {log}:\n{tail}",
-                file=sys.stderr,
-            )
-            return 1
-        if path.exists():
-            state = json.loads(path.read_text())
-            if state.get("pid") == proc.pid:
-                print_state(state)
-                print(
-                    f"running in the background (log {log}); "
-                    f"`watcher-harness down {name}` stops it."
-                )
-                return 0
-        time.sleep(0.2)
-    print(
-        f"watcher-harness: not ready after {DETACH_READY_TIMEOUT:.0f} s; stopping it (log {log})",
-        file=sys.stderr,
-    )
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(DOWN_TIMEOUT)
-    return 1
-
-
-def down(name: str) -> int:
-    path = state_file(name)
-    if not path.exists():
-        print(f"watcher-harness: no environment {name!r} is up (no {path})", file=sys.stderr)
-        return 1
-    state = json.loads(path.read_text())
-    if not owner_alive(state):
-        path.unlink(missing_ok=True)
-        print(f"environment {name!r} was not running any more; removed its state file")
-        return 0
-    pid = int(state["pid"])
-    os.kill(pid, signal.SIGTERM)  # its handler stops every process it owns, in order
-    deadline = time.monotonic() + DOWN_TIMEOUT
-    while time.monotonic() < deadline:
-        if not owner_alive(state):
-            print(f"environment {name!r} stopped; nothing left running.")
-            return 0
-        time.sleep(0.2)
-    print(
-        f"watcher-harness: environment {name!r} (pid {pid}) did not stop within "
-        f"{DOWN_TIMEOUT:.0f} s; see {path.with_suffix('.log')}",
-        file=sys.stderr,
-    )
-    return 1
 
 
 # The environment (processes, aiohttp, kubernetes clients) is imported when ``up`` runs, so
@@ -209,113 +62,6 @@ async def metrics_server(env: WatcherEnvironment) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}/metrics"
     finally:
         await runner.cleanup()
-
-
-def _reach(name: str, clusters: Clusters, gateway: EnvoyGateway) -> dict[str, Any]:
-    """The state keys every environment has: owner, kubeconfigs, gateway."""
-    return {
-        "name": name,
-        "pid": os.getpid(),
-        "startup_seconds": round(clusters.startup_seconds, 2),
-        "kubeconfigs": {n: str(c.kubeconfig) for n, c in clusters.clusters.items()},
-        "gateway": f"https://127.0.0.1:{gateway.port}",
-        "gateway_admin": gateway.admin_url,
-    }
-
-
-def describe(
-    env: WatcherEnvironment,
-    name: str,
-    klm_metrics: str | None = None,
-    plan: Plan | None = None,
-) -> dict[str, Any]:
-    """What a user needs to reach the environment (also the state file's content)."""
-    from harness.cli.up_plan import modules_line
-
-    klm = env.klm.listener
-    scenario = plan.scenario if plan else None
-    return {
-        "scenario": {"name": scenario.name, "file": scenario.source} if scenario else None,
-        "modules": modules_line(plan.modules) if plan else None,
-        "klm_metrics": klm_metrics,
-        "watcher_health": env.health is not None,
-        **_reach(name, env.clusters, env.gateway),
-        # https when the gateway reaches it over mTLS (only the gateway's cert is accepted).
-        "klm_listener": klm.event_url if klm else None,
-        "webhooks": {
-            skr.cluster.name: {"url": skr.webhook_url, "metrics": skr.metrics_url}
-            for skr in env.fleet
-        },
-    }
-
-
-def describe_klm(env: KlmEnvironment, name: str) -> dict[str, Any]:
-    """:func:`describe` of an environment around a KLM process."""
-    webhooks = {}
-    for skr, kubelet in env.kubelets.items():
-        for pod in kubelet.all_pods():
-            ports = ", ".join(f"{c}→127.0.0.1:{h}" for c, h in sorted(pod.host_ports.items()))
-            webhooks[skr] = {"url": f"pod {pod.name} ({ports})", "metrics": str(pod.log_path)}
-    return {
-        "scenario": None,
-        "modules": None,
-        "klm_metrics": env.klm.metrics_url,
-        "klm_log": str(env.klm.log_path),
-        "klm_command": " ".join(env.klm.command),
-        "watcher_health": False,
-        **_reach(name, env.clusters, env.gateway),
-        "startup_phases": env.timings,
-        "klm_listener": f"http://127.0.0.1:{env.klm.listener_port}",
-        "webhooks": webhooks,
-    }
-
-
-def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at * 1000) % 1000:03d}"
-
-
-def live_view(env: WatcherEnvironment, write: Callable[[str], None]) -> None:
-    """One line per event the Lifecycle Manager receives and per reconcile it runs, so a
-    user who changes an SKR Kyma with kubectl sees the flow they caused."""
-    from harness.kcp.lifecycle_manager.queue.reconciler import Reconcile
-    from watcher.health.state import RuntimeHealth
-    from watcher.listener import ListenerEvent
-
-    def event(e: ListenerEvent) -> None:
-        w, kind = e.event.watched, e.event.watched_gvk.kind
-        write(f"{_clock(e.received_at)} event      {e.runtime_id}: {kind} {w.namespace}/{w.name}")
-
-    def reconcile(r: Reconcile) -> None:
-        triggers = ",".join(sorted(t.value for t in r.triggers))
-        took = f"{r.duration * 1000:.0f} ms"
-        write(f"{_clock(r.at)} reconcile  {r.kyma} ({triggers}) → {r.outcome.value}, {took}")
-
-    def health(runtime_id: str, before: RuntimeHealth, after: RuntimeHealth) -> None:
-        detail = f": {after.detail}" if after.detail else ""
-        write(
-            f"{_clock(time.time())} health     {runtime_id}: {before.state.value} → "
-            f"{after.state.value} ({after.reason.value}{detail})"
-        )
-
-    env.klm.observers.append(event)
-    env.klm.reconciler.observers.append(reconcile)
-    if env.health is not None:
-        env.health.monitor.on_transition.append(health)
-
-
-async def live_klm(env: KlmEnvironment, write: Callable[[str], None]) -> None:
-    """One line per event that queued a Kyma and per reconcile, as the KLM's log says."""
-    seen_events = seen_reconciles = 0
-    while True:
-        history = env.klm.history
-        env.klm.reconciles()  # reads what the log has so far
-        for event in history.events_queued[seen_events:]:
-            write(f"{_clock(event.at)} event      queued {event.kyma}")
-        for reconcile in history.reconciles[seen_reconciles:]:
-            why = ",".join(sorted(reconcile.triggers)) or "timer, change or startup"
-            write(f"{_clock(reconcile.at)} reconcile  {reconcile.kyma} ({why})")
-        seen_events, seen_reconciles = len(history.events_queued), len(history.reconciles)
-        await asyncio.sleep(LIVE_POLL)
 
 
 def _say(line: str) -> None:
@@ -351,6 +97,7 @@ async def _hold(
 async def up(plan: Plan, name: str, *, live: bool = True) -> None:
     """Bring up what ``plan`` says, apply its scenario's Kymas, record the state file,
     and keep it all running until SIGINT/SIGTERM."""
+    from harness.cli.up_view import describe, live_view
     from harness.environment import watcher_environment
     from harness.runner.scenario import setup_kymas
     from harness.runner.session import LiveSession
@@ -377,6 +124,7 @@ async def up_klm(plan: Plan, name: str, *, live: bool = True) -> None:
     """:func:`up` around ``plan.spec.backend.klm_command`` (no module catalog: a KLM
     build resolves modules from an OCI registry with OCM descriptors)."""
     from harness.aio import spawn
+    from harness.cli.up_view import describe_klm, live_klm
     from harness.environment.any_klm import klm_environment
 
     stop = claim(name)

@@ -4,9 +4,10 @@ against what the environment observed (``observe``), and the report built while 
 
 Layers, in the order a run uses them: ``plan`` (scenario → ScenarioPlan, pure, the
 machine's tools asked apart; the EnvironmentSpec mapping in ``spec``) → ``session`` (the
-environment as actions see it, and its fault and Watcher ports) → ``context`` (state
-shared by operations) → ``actions`` (an executor per verb) → ``steps`` (try/catch/finally,
-timeouts) → ``scenario`` → ``run`` (several plans, and the written reports).
+environment as actions see it, and its fault and Watcher ports; built on
+``cluster_session`` and ``https_requests``) → ``context`` (state shared by operations) →
+``actions`` (an executor per verb) → ``steps`` (try/catch/finally, timeouts) →
+``scenario`` → ``run`` (several plans, and the written reports).
 ``pytest_plugin`` makes scenario files pytest items; ``harness.cli.run`` is
 ``watcher-harness run``.
 """

@@ -32,12 +32,8 @@ from harness.kcp.gateway.routes import wait_route
 from harness.kcp.tls_secret import tls_data
 from harness.kube import SECRETS, WATCHERS, create_or_replace, delete, ensure_namespace, get
 from harness.report.model import ProcessRecordLike
-from harness.runner.session import (
-    ClusterSession,
-    FaultPort,
-    WatcherPort,
-    reconciles_seen,
-)
+from harness.runner.cluster_session import ClusterSession
+from harness.runner.session import FaultPort, WatcherPort, reconciles_seen
 from harness.skr.metrics import parse_metrics, value
 from watcher import pki
 from watcher.domain import GATEWAY_SECRET_NAME, ISTIO_NAMESPACE, SKR_NAMESPACE

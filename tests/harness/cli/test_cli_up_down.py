@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.cli.up import state_file
+from harness.cli.up_state import state_file
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main, up
-from harness.cli.up import _child_args, state_file
+from harness.cli.up import _child_args
 from harness.cli.up_plan import (
     DEMO_MODULES,
     PlanError,
@@ -23,6 +23,7 @@ from harness.cli.up_plan import (
     modules_line,
     scenario_plan,
 )
+from harness.cli.up_state import state_file
 from harness.clusters.selection import BackendChoice
 from harness.runner.spec import environment_spec
 from harness.scenario import load_scenario

@@ -16,7 +16,8 @@ from runner_fake import FakeSession, event, opener
 from harness.report import ReportBuilder, ScenarioReport, Status
 from harness.report.model import TimelineKind
 from harness.runner import RunOptions, plan_scenario, run_scenario
-from harness.runner.session import HttpOutcome, LiveSession, request_body, send_request
+from harness.runner.https_requests import HttpOutcome, request_body, send_request
+from harness.runner.session import LiveSession
 from harness.scenario import Request, ScenarioError, loads_scenario
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -139,7 +140,7 @@ def test_probe_certificates_are_broken_as_named() -> None:
 
     from cryptography.x509.oid import NameOID
 
-    from harness.runner.session import probe_certificate
+    from harness.runner.https_requests import probe_certificate
     from watcher import pki
 
     ca = pki.create_ca("kcp-ca")

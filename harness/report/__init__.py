@@ -7,6 +7,7 @@ Modules, in the order a run uses them:
 * ``stats`` — percentiles and latency summaries
 * ``plot`` — PNG charts: latency histogram, reusable bar and line charts
 * ``junit`` / ``html`` — pure writers: report (+ log text, images) → text
+  (``html`` draws each scenario with ``html_scenario``, values written by ``html_format``)
 * ``writer`` — ``write_reports``: process log tails read, files on disk (index.html,
   report.json, JUnit)
 """

@@ -15,6 +15,7 @@ from harness.scenario.expectations import (
     Truth,
     WriteLatency,
 )
+from harness.scenario.fault_ops import BreakFault, KcpFault, ProcessFault, RotateFault
 from harness.scenario.kymas import default_kymas
 from harness.scenario.loader import (
     dump_scenario,
@@ -26,37 +27,30 @@ from harness.scenario.loader import (
 from harness.scenario.model import Scenario
 from harness.scenario.names import instance_names
 from harness.scenario.operations import (
-    EVERY_SKR,
     Apply,
     ApplyOp,
-    Assert,
     AssertOp,
-    BreakFault,
     Churn,
     ChurnOp,
-    Collect,
     CollectOp,
     Delete,
     DeleteOp,
     ErrorOp,
     ExpectOp,
     FaultOp,
-    KcpFault,
     OutputCheck,
     Patch,
     PatchOp,
-    ProcessFault,
     RequestOp,
-    RotateFault,
     Script,
     ScriptOp,
-    Selection,
     SetOp,
     WaitOp,
     WatcherChange,
     WatcherOp,
 )
 from harness.scenario.requests import Request
+from harness.scenario.selections import EVERY_SKR, Assert, Collect, Selection
 from harness.scenario.settings import Certificates, Health
 from harness.scenario.steps import Step
 from harness.scenario.timeline import ObjectWatch, TimelineExpectation, object_watches

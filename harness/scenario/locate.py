@@ -22,9 +22,11 @@ from pydantic_core import ErrorDetails
 
 from harness.scenario.errors import Loc, Location, ScenarioError
 from harness.scenario.expectations import METRIC_NAME_PATTERN, TARGET_PATTERN
+from harness.scenario.fault_ops import FAULT_TARGET_PATTERN
 from harness.scenario.model import Scenario
-from harness.scenario.operations import FAULT_TARGET_PATTERN, OPERATIONS, SELECTION_CLUSTER_PATTERN
+from harness.scenario.operations import OPERATIONS
 from harness.scenario.references import ReferenceProblems
+from harness.scenario.selections import SELECTION_CLUSTER_PATTERN
 from harness.scenario.steps import Step
 from harness.scenario.timeline import TIMELINE_FAULT_TARGET_PATTERN
 

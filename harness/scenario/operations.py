@@ -1,4 +1,7 @@
-"""Operations: what a step does. Each is a mapping with exactly one key, like chainsaw's."""
+"""Operations: what a step does. Each is a mapping with exactly one key, like chainsaw's.
+
+The bodies of ``fault`` are in :mod:`~harness.scenario.fault_ops`, of ``assert``, ``error``
+and ``collect`` in :mod:`~harness.scenario.selections`."""
 
 from __future__ import annotations
 
@@ -6,18 +9,15 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from harness import faults
-from harness.faults import BreakLeaves, DropOldCa, Fault, PartFault, RotateCa, RotateLeaves
 from harness.matching.output import regex_problem
-from harness.matching.syntax import check_expressions, expression_problem
-from harness.scenario.clusters import CertificateKind
-from harness.scenario.expectations import Count, Expect
-from harness.scenario.objects import ObjectType, match_problem
+from harness.matching.syntax import check_expressions
+from harness.scenario.expectations import Expect
+from harness.scenario.fault_ops import AnyFault
 from harness.scenario.requests import Request
+from harness.scenario.selections import Assert, Capture, Collect, capture_problem
 from harness.scenario.values import (
     RESOURCE_SCHEMA_EXTRA,
     DnsLabel,
-    Duration,
     Labels,
     Model,
     PositiveDuration,
@@ -64,126 +64,7 @@ class Churn(Model):
     background: bool = False
 
 
-# fault ------------------------------------------------------------------------------------
-# Its YAML forms: stop/start/kill/restart a part, Envoy's fault filter on the KCP routes, a
-# certificate rotation or a broken certificate; each builds the typed harness.faults.Fault
-# the environment carries out (``.fault``), so a bad target is a located error at load time.
-
-
-FAULT_TARGET_PATTERN = r"^(gateway|(listener|webhook|apiserver)/[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
-
-
-class ProcessFault(Model):
-    """Stop, start, kill (SIGKILL) or restart a process: ``gateway``,
-    ``listener/<component>``, ``webhook/<skr>`` or ``apiserver/<cluster>``."""
-
-    action: Literal["stop", "start", "kill", "restart"]
-    target: str = Field(pattern=FAULT_TARGET_PATTERN)
-
-    @model_validator(mode="after")
-    def _fits_target(self) -> ProcessFault:
-        self.fault  # noqa: B018 - raises FaultError (a ValueError) for e.g. "kill listener/x"
-        return self
-
-    @property
-    def fault(self) -> PartFault:
-        """The typed fault the environment carries out."""
-        return PartFault.parse(self.target, self.action)
-
-
-class KcpFaultSpec(Model):
-    """Envoy's fault-injection filter on every KCP route: ``delay`` each request,
-    abort ``abortPercent`` % of them with ``abortStatus``."""
-
-    delay: Duration | None = None
-    abort_percent: float = Field(default=0.0, ge=0, le=100)
-    abort_status: int = Field(default=503, ge=200, le=599)
-
-
-class KcpFault(Model):
-    """``kcp: {...}`` sets the KCP fault; ``kcp: null`` clears it."""
-
-    kcp: KcpFaultSpec | None
-
-    @property
-    def fault(self) -> faults.KcpFault:
-        if self.kcp is None:
-            return faults.KcpFault(None)
-        spec = self.kcp
-        return faults.KcpFault(
-            faults.kcp_injection(
-                delay=spec.delay or 0.0,
-                abort_percent=spec.abort_percent,
-                abort_status=spec.abort_status,
-            )
-        )
-
-
-class RotateFault(Model):
-    """Rotate the SKRs' leaf certificates (``clusters`` empty = every SKR) or the KCP CA
-    (new CA prepended to the trusted bundles, every leaf re-issued), or drop the old CA
-    from every bundle after a CA rotation (``drop-old-ca``)."""
-
-    rotate: Literal["leaf", "ca", "drop-old-ca"]
-    clusters: tuple[DnsLabel, ...] = ()
-
-    @model_validator(mode="after")
-    def _clusters_only_for_leaf(self) -> RotateFault:
-        if self.clusters and self.rotate != "leaf":
-            raise ValueError(f"rotate: {self.rotate} covers every SKR; clusters is for leaf only")
-        return self
-
-    @property
-    def fault(self) -> Fault:
-        """The typed fault the environment carries out."""
-        if self.rotate == "leaf":
-            return RotateLeaves(tuple(self.clusters))
-        return RotateCa() if self.rotate == "ca" else DropOldCa()
-
-
-class BreakFault(Model):
-    """Issue the chosen SKRs' runtime certificates broken on purpose (``certificate``:
-    ``expired``, ``not-yet-valid``, ``foreign-ca``, ``wrong-san``, ``empty-cn``), or
-    ``keep`` the current ones (KLM stops renewing them, as when it cannot reach the SKR:
-    a CA rotation then leaves them behind); either lasts until a ``rotate: leaf`` of those
-    SKRs puts a correct certificate back."""
-
-    certificate: CertificateKind | Literal["keep"]
-    clusters: tuple[DnsLabel, ...] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _broken(self) -> BreakFault:
-        if self.certificate == CertificateKind.NONE:
-            raise ValueError("certificate: none breaks nothing; use rotate: leaf to repair")
-        return self
-
-    @property
-    def fault(self) -> BreakLeaves:
-        return BreakLeaves(tuple(self.clusters), str(self.certificate))
-
-
-def _fault_tag(value: Any) -> str | None:
-    if isinstance(value, dict):
-        for key, tag in (("kcp", "kcp"), ("rotate", "rotate"), ("certificate", "break")):
-            if key in value:
-                return tag
-        if "action" in value or "target" in value:
-            return "process"
-        return None
-    tags = {cls: tag.tag for cls, tag in map(get_args, get_args(get_args(AnyFault)[0]))}
-    return tags.get(type(value))
-
-
-AnyFault = Annotated[
-    Annotated[ProcessFault, Tag("process")]
-    | Annotated[KcpFault, Tag("kcp")]
-    | Annotated[RotateFault, Tag("rotate")]
-    | Annotated[BreakFault, Tag("break")],
-    Discriminator(_fault_tag),
-]
-
-
-# Objects, selections, scripts ----------------------------------------------------------------
+# Objects, watchers, scripts ------------------------------------------------------------------
 
 
 class Apply(Model):
@@ -238,87 +119,6 @@ class WatcherChange(Model):
         if (self.apply is None) == (self.delete is None):
             raise ValueError("watcher needs exactly one of apply or delete")
         return self
-
-
-SELECTION_CLUSTER_PATTERN = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
-EVERY_SKR = "*"
-"""``cluster: "*"`` selects on every SKR: an ``assert`` must hold on each."""
-
-
-class _Selecting(ObjectType):
-    """The fields that pick objects (see :class:`Selection`), shared with ``collect``."""
-
-    cluster: str = Field(pattern=SELECTION_CLUSTER_PATTERN)
-
-
-class Selection(_Selecting):
-    """Which objects: on ``cluster`` (a cluster name, or ``"*"`` for every SKR), of
-    ``resource`` (a shorthand or ``{group, version, resource}``) or ``apiVersion`` +
-    ``kind`` (looked up with the API server's discovery), in ``namespace`` (empty: every
-    namespace, or a cluster-scoped kind), by ``name`` and/or label ``selector``."""
-
-    @model_validator(mode="after")
-    def _one_type(self) -> Selection:
-        problem = self.type_problem(required=True)
-        if problem is not None:
-            raise ValueError(problem)
-        return self
-
-    def describe(self) -> str:
-        cluster = "every SKR" if self.cluster == EVERY_SKR else self.cluster
-        return f"{self.describe_objects()} on {cluster}"
-
-
-def capture_problem(capture: dict[str, str]) -> str | None:
-    """Why a ``capture`` mapping (name → JMESPath) is invalid, or ``None``."""
-    for name, expression in capture.items():
-        if not expression.strip():
-            return f"capture.{name}: the expression is empty"
-        problem = expression_problem(f"({expression})")
-        if problem is not None:
-            return f"capture.{name}: {problem}"
-    return None
-
-
-Capture = dict[str, str]
-"""``capture: {name: expression}``: each name gets the JMESPath ``expression``'s value
-(over the matching object, or a command's JSON output) for the rest of the run, as
-``${{ name }}``."""
-
-
-class Assert(Selection):
-    """``assert``: poll until a selected object matches ``match`` (a partial object tree:
-    maps as subsets, scalars equal, lists item by item; ``$anyOrder`` / ``$contains`` /
-    ``$oneOf`` forms; ``(jmespath)`` keys compute a value) on the cluster — on each SKR
-    for ``cluster: "*"`` — or ``within`` ends. ``count`` asks how many selected objects
-    match (on each cluster), instead of at least one. ``capture`` keeps values of the
-    (first) matching object as bindings for later operations. As ``error``: holds when
-    no selected object matches (also when none exists). ``match: {}`` only asks that one
-    exists."""
-
-    match: dict[str, Any] = Field(default_factory=dict)
-    within: PositiveDuration = 10.0
-    count: Count | None = None
-    capture: Capture = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _expressions(self) -> Assert:
-        if (problem := match_problem(self.match)) is not None:
-            raise ValueError(problem)
-        if (capture := capture_problem(self.capture)) is not None:
-            raise ValueError(capture)
-        if self.capture and self.cluster == EVERY_SKR:
-            raise ValueError(
-                'capture needs one cluster, not "*": each SKR would give its own value'
-            )
-        if self.capture and self.bounds[1] == 0:
-            raise ValueError("capture needs a matching object; this count allows none")
-        return self
-
-    @property
-    def bounds(self) -> tuple[int, int | None]:
-        """(at least, at most or ``None``) matching objects per cluster."""
-        return Count.bounds_of(self.count)
 
 
 class OutputCheck(Model):
@@ -378,30 +178,6 @@ class Script(Model):
         if "interval" in self.model_fields_set and self.within is None:
             raise ValueError("interval is for polling: give within too")
         return self
-
-
-class Collect(_Selecting):
-    """Put material into the report (usable in ``catch``/``finally``): the selected
-    objects' YAML (``resource`` or ``apiVersion`` + ``kind``, ``namespace``, ``name``,
-    ``selector``) and/or the cluster's Kubernetes ``events`` (of ``namespace``, or all)."""
-
-    events: bool = False
-
-    @model_validator(mode="after")
-    def _something(self) -> Collect:
-        problem = self.type_problem(required=False)
-        if problem is not None:
-            raise ValueError(problem)
-        if self.resource is None and not self.typed and not self.events:
-            raise ValueError(
-                "collect needs objects (resource, or apiVersion + kind), events: true, or both"
-            )
-        return self
-
-    def selection(self) -> Selection | None:
-        if self.resource is None and self.kind is None:
-            return None
-        return Selection(**{name: getattr(self, name) for name in _Selecting.model_fields})
 
 
 # One wrapper per operation key --------------------------------------------------------------

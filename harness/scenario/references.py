@@ -16,26 +16,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from harness.scenario.clusters import KCP
 from harness.scenario.errors import Loc, Problem, suggest
 from harness.scenario.expectations import Expect
+from harness.scenario.fault_ops import AnyFault, BreakFault, ProcessFault, RotateFault
 from harness.scenario.operations import (
-    EVERY_SKR,
-    AnyFault,
     Apply,
     ApplyOp,
-    Assert,
-    BreakFault,
     Churn,
     ChurnOp,
-    Collect,
     Delete,
     Patch,
-    ProcessFault,
-    RotateFault,
     Script,
     WatcherChange,
     WatcherOp,
     operation_key,
 )
 from harness.scenario.requests import Request
+from harness.scenario.selections import EVERY_SKR, Assert, Collect
 from harness.scenario.steps import Step
 from harness.scenario.timeline import Occurrence, TimelineExpectation
 from harness.scenario.watchers import KLM_COMPONENT, KLM_SERVICE

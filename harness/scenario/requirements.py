@@ -15,15 +15,8 @@ from typing import Literal
 
 from harness.scenario.clusters import Clusters
 from harness.scenario.expectations import Expect, MetricExpectation
-from harness.scenario.operations import (
-    AnyFault,
-    BreakFault,
-    ExpectOp,
-    FaultOp,
-    Operation,
-    ProcessFault,
-    RotateFault,
-)
+from harness.scenario.fault_ops import AnyFault, BreakFault, ProcessFault, RotateFault
+from harness.scenario.operations import ExpectOp, FaultOp, Operation
 from harness.scenario.settings import Settings
 from harness.scenario.values import Model
 

@@ -6,7 +6,8 @@ import re
 from html.parser import HTMLParser
 
 from harness.report import ReportBuilder, RunReport, Status, TimelineKind
-from harness.report.html import plain, render_html
+from harness.report.html import render_html
+from harness.report.html_format import plain
 from harness.report.plot import PNG_SIGNATURE
 from harness.report.writer import read_log_tails
 

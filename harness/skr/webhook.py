@@ -224,16 +224,6 @@ class WebhookProcess(Incarnations):
         url = f"https://{ports.LOOPBACK}:{self.webhook_port}/"
         return probes.http_probe(self._session, url, lambda _s, _b: True, ssl_context=context)
 
-    async def stop(self) -> int | None:
-        """SIGTERM (the webhook drains its queue), then SIGKILL after the stop timeout."""
-        process, self._process = self._process, None
-        return await process.stop() if process is not None else None
-
-    async def kill(self) -> int | None:
-        """SIGKILL to the process group (a crash: no drain, no goodbye); returns its exit code."""
-        process, self._process = self._process, None
-        return await process.kill() if process is not None else None
-
     async def restart(self) -> None:
         """Stop, then start on the same ports (a rotation restarts a bring-your-own webhook
         this way, as KLM restarts upstream's pod); scrapes meanwhile wait for it."""

@@ -207,11 +207,6 @@ class KubeApiServer(Incarnations):
     def url(self) -> str:
         return f"https://{ports.LOOPBACK}:{self.port}" if self._ports else ""
 
-    @property
-    def process(self) -> OwnedProcess | None:
-        """The current incarnation (None before the first start)."""
-        return self._process
-
     def argv(self, port: int) -> list[str]:
         c = self._certs
         args = [
@@ -299,23 +294,9 @@ class KubeApiServer(Incarnations):
         exiting; every environment paid that at its end. :meth:`stop` (fault scenarios)
         still shuts down gracefully."""
         try:
-            if self._process is not None:
-                await self.kill()
+            await self.kill()
         finally:
             await self._unwind()
-
-    async def stop(self) -> int | None:
-        """SIGTERM the API server (then SIGKILL after the stop timeout); etcd keeps the data."""
-        return await self._started().stop()
-
-    async def kill(self) -> int | None:
-        """SIGKILL the API server's process group without warning (a crash), then reap it."""
-        return await self._started().kill()
-
-    def _started(self) -> OwnedProcess:
-        if self._process is None:
-            raise ClusterError(f"kube-apiserver[{self.name}] was never started")
-        return self._process
 
     def kubeconfig_text(self, *, embed: bool, name: str | None = None) -> str:
         """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data;

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 
 from harness.aio import Service
-from harness.clusters.ports import start_on_free_ports
+from harness.clusters.ports import exited_on_a_taken_port, start_on_free_ports
 from harness.clusters.process import LOG_TAIL_LINES, OwnedProcess, Probe
 from harness.errors import ProcessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
@@ -61,6 +61,10 @@ class Incarnations(Service):
     def _fresh_ports(self) -> tuple[int, ...]:
         raise NotImplementedError
 
+    def _port_taken(self, exc: Exception) -> bool:
+        """``exc`` says a run failed on a port another process took (fresh ones may do)."""
+        return exited_on_a_taken_port(exc)
+
     def _incarnation(
         self,
         argv: Sequence[str],
@@ -102,7 +106,7 @@ class Incarnations(Service):
             await self._run()
 
         try:
-            await start_on_free_ports(on_fresh_ports)
+            await start_on_free_ports(on_fresh_ports, port_taken=self._port_taken)
         except BaseException:
             self._ports = ()
             raise

@@ -29,7 +29,7 @@ from harness.clusters.certs import create_ca, issue, service_account_key_pair
 from harness.clusters.contexts import render_kubeconfig
 from harness.clusters.incarnations import Incarnations
 from harness.clusters.probes import http_get
-from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import NotReady, Probe, ProcessRecord
 from harness.errors import ClusterError
 
 
@@ -269,15 +269,8 @@ class KubeApiServer(Incarnations):
         assert self.files is not None and self._session is not None
         crds = () if self.records else self.crds  # a restart finds them in etcd
         probe = _ready_probe(self._session, self.url, self.files.ssl_context(), crds=crds)
-        process = OwnedProcess(
-            f"kube-apiserver[{self.name}]",
-            self.argv(self.port),
-            log_path=self.log_path,
-            probe=probe,
-            ready_timeout=self.ready_timeout,
-            stop_timeout=self.stop_timeout,
-            env=self.options.environ(),
-        )
+        argv, env = self.argv(self.port), self.options.environ()
+        process = self._incarnation(argv, probe, env, name=f"kube-apiserver[{self.name}]")
         self._process = process
         self.records.append(process.record)
         await process.start()  # stops the process again if it never gets ready

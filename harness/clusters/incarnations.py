@@ -72,10 +72,12 @@ class Incarnations(Service):
         env: Mapping[str, str] | None,
         *,
         stdout_pipe: bool = False,
+        name: str | None = None,
     ) -> OwnedProcess:
-        """The next run's process, under this object's name, log and timeouts."""
+        """The next run's process, under this object's log, timeouts and (unless ``name``)
+        name."""
         return OwnedProcess(
-            self.name,
+            name or self.name,
             argv,
             log_path=self.log_path,
             probe=probe,

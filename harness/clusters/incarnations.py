@@ -73,6 +73,7 @@ class Incarnations(Service):
         *,
         stdout_pipe: bool = False,
         name: str | None = None,
+        poll_interval: float = OwnedProcess.poll_interval,
     ) -> OwnedProcess:
         """The next run's process, under this object's log, timeouts and (unless ``name``)
         name."""
@@ -85,6 +86,7 @@ class Incarnations(Service):
             stop_timeout=self.stop_timeout,
             env=env,
             stdout_pipe=stdout_pipe,
+            poll_interval=poll_interval,
         )
 
     async def _run(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import json
 import shutil
@@ -26,7 +27,7 @@ import aiohttp
 
 from harness.clusters import ports
 from harness.clusters.incarnations import Incarnations
-from harness.clusters.process import OwnedProcess, ProcessRecord, with_log_tail
+from harness.clusters.process import ProcessRecord, with_log_tail
 from harness.kcp.gateway.envoy_admin import EnvoyAdmin, GatewayCounters, gateway_counters
 from harness.kcp.gateway.envoy_process import EnvoyCommand, PortTaken, probe_listener, start_envoy
 from harness.kcp.gateway.errors import GatewayConfigError, GatewayError
@@ -250,15 +251,9 @@ class EnvoyGateway(Incarnations):
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())
 
     async def _run(self) -> None:
-        process = OwnedProcess(
-            self.name,
-            self._command.argv(self.directory / "bootstrap.json"),
-            log_path=self.log_path,
-            probe=lambda: probe_listener(self.admin, self.listen_address, self.port),
-            ready_timeout=self.ready_timeout,
-            poll_interval=0.01,
-            stop_timeout=self.stop_timeout,
-        )
+        argv = self._command.argv(self.directory / "bootstrap.json")
+        probe = functools.partial(probe_listener, self.admin, self.listen_address, self.port)
+        process = self._incarnation(argv, probe, None, poll_interval=0.01)
         self._process = process
         self.records.append(process.record)
         await start_envoy(process, self._error)

@@ -271,7 +271,6 @@ class KubeApiServer(Incarnations):
         probe = _ready_probe(self._session, self.url, self.files.ssl_context(), crds=crds)
         argv, env = self.argv(self.port), self.options.environ()
         process = self._incarnation(argv, probe, env, name=f"kube-apiserver[{self.name}]")
-        self._process = process
         self.records.append(process.record)
         await process.start()  # stops the process again if it never gets ready
 

@@ -75,9 +75,9 @@ class Incarnations(Service):
         name: str | None = None,
         poll_interval: float = OwnedProcess.poll_interval,
     ) -> OwnedProcess:
-        """The next run's process, under this object's log, timeouts and (unless ``name``)
-        name."""
-        return OwnedProcess(
+        """The next run's process (now :attr:`_process`, whatever its start comes to),
+        under this object's log, timeouts and (unless ``name``) name."""
+        self._process = OwnedProcess(
             name or self.name,
             argv,
             log_path=self.log_path,
@@ -88,6 +88,7 @@ class Incarnations(Service):
             stdout_pipe=stdout_pipe,
             poll_interval=poll_interval,
         )
+        return self._process
 
     async def _run(self) -> None:
         raise NotImplementedError

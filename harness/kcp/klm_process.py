@@ -139,7 +139,6 @@ class KlmProcess(CountingIncarnations):
         process = self._incarnation(self.argv(), probe, self.env)
         self.records.append(process.record)
         await process.start()
-        self._process = process
         self._scraped.append([])
 
     async def _ended(self) -> None:

@@ -158,7 +158,6 @@ class ListenerProcess(EventCounts, CountingIncarnations):
         # Read from the first byte on: the pipe must never fill while we wait for ready.
         name = f"listener-{self.component}-events"
         self._reader = spawn(self.deliver(self._events(process), self.callback, name), name)
-        self._process = process
         try:
             await process.wait_ready()
         except BaseException:

@@ -196,7 +196,6 @@ class WebhookProcess(Incarnations):
             argv = [webhook_executable()]
             probe = probes.readyz_probe(self._session, self.metrics_url)
         process = self._incarnation(argv, probe, env)
-        self._process = process
         self.records.append(process.record)
         await process.start()
 

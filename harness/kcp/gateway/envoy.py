@@ -254,7 +254,6 @@ class EnvoyGateway(Incarnations):
         argv = self._command.argv(self.directory / "bootstrap.json")
         probe = functools.partial(probe_listener, self.admin, self.listen_address, self.port)
         process = self._incarnation(argv, probe, None, poll_interval=0.01)
-        self._process = process
         self.records.append(process.record)
         await start_envoy(process, self._error)
 

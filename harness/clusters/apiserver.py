@@ -29,7 +29,7 @@ from harness.clusters.certs import create_ca, issue, service_account_key_pair
 from harness.clusters.contexts import render_kubeconfig
 from harness.clusters.incarnations import Incarnations
 from harness.clusters.probes import http_get
-from harness.clusters.process import NotReady, OwnedProcess, Probe, ProcessRecord
+from harness.clusters.process import NotReady, Probe, ProcessRecord
 from harness.errors import ClusterError
 
 
@@ -207,11 +207,6 @@ class KubeApiServer(Incarnations):
     def url(self) -> str:
         return f"https://{ports.LOOPBACK}:{self.port}" if self._ports else ""
 
-    @property
-    def process(self) -> OwnedProcess | None:
-        """The current incarnation (None before the first start)."""
-        return self._process
-
     def argv(self, port: int) -> list[str]:
         c = self._certs
         args = [
@@ -274,16 +269,8 @@ class KubeApiServer(Incarnations):
         assert self.files is not None and self._session is not None
         crds = () if self.records else self.crds  # a restart finds them in etcd
         probe = _ready_probe(self._session, self.url, self.files.ssl_context(), crds=crds)
-        process = OwnedProcess(
-            f"kube-apiserver[{self.name}]",
-            self.argv(self.port),
-            log_path=self.log_path,
-            probe=probe,
-            ready_timeout=self.ready_timeout,
-            stop_timeout=self.stop_timeout,
-            env=self.options.environ(),
-        )
-        self._process = process
+        argv, env = self.argv(self.port), self.options.environ()
+        process = self._incarnation(argv, probe, env, name=f"kube-apiserver[{self.name}]")
         self.records.append(process.record)
         await process.start()  # stops the process again if it never gets ready
 
@@ -299,23 +286,9 @@ class KubeApiServer(Incarnations):
         exiting; every environment paid that at its end. :meth:`stop` (fault scenarios)
         still shuts down gracefully."""
         try:
-            if self._process is not None:
-                await self.kill()
+            await self.kill()
         finally:
             await self._unwind()
-
-    async def stop(self) -> int | None:
-        """SIGTERM the API server (then SIGKILL after the stop timeout); etcd keeps the data."""
-        return await self._started().stop()
-
-    async def kill(self) -> int | None:
-        """SIGKILL the API server's process group without warning (a crash), then reap it."""
-        return await self._started().kill()
-
-    def _started(self) -> OwnedProcess:
-        if self._process is None:
-            raise ClusterError(f"kube-apiserver[{self.name}] was never started")
-        return self._process
 
     def kubeconfig_text(self, *, embed: bool, name: str | None = None) -> str:
         """Admin kubeconfig: certificate file paths, or (``embed``) self-contained data;

@@ -5,13 +5,13 @@ kill and start (the API servers, the listener, KLM and webhook processes), each 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 import aiohttp
 
 from harness.aio import Service
-from harness.clusters.ports import start_on_free_ports
+from harness.clusters.ports import exited_on_a_taken_port, start_on_free_ports
 from harness.clusters.process import LOG_TAIL_LINES, OwnedProcess, Probe
 from harness.errors import ProcessError
 from harness.expect.prom import Sample, parse_samples, sample_sum
@@ -25,9 +25,9 @@ class Incarnations(Service):
     scenarios stop, kill and start it.
 
     A subclass says which ports a run needs (:meth:`_fresh_ports`; called again when
-    another process took one before the bind) and how one run starts (:meth:`_run`: ready
-    when it returns, :attr:`_process` set) and stops (:meth:`stop`); :attr:`_session`, for
-    probes and scrapes, lives as long as the object.
+    another process took one before the bind), how one run starts (:meth:`_run`: ready
+    when it returns, :attr:`_process` set) and what it collects once a run ended
+    (:meth:`_ended`); :attr:`_session`, for probes and scrapes, lives as long as the object.
     """
 
     name: str
@@ -61,6 +61,10 @@ class Incarnations(Service):
     def _fresh_ports(self) -> tuple[int, ...]:
         raise NotImplementedError
 
+    def _port_taken(self, exc: Exception) -> bool:
+        """``exc`` says a run failed on a port another process took (fresh ones may do)."""
+        return exited_on_a_taken_port(exc)
+
     def _incarnation(
         self,
         argv: Sequence[str],
@@ -68,10 +72,13 @@ class Incarnations(Service):
         env: Mapping[str, str] | None,
         *,
         stdout_pipe: bool = False,
+        name: str | None = None,
+        poll_interval: float = OwnedProcess.poll_interval,
     ) -> OwnedProcess:
-        """The next run's process, under this object's name, log and timeouts."""
-        return OwnedProcess(
-            self.name,
+        """The next run's process (now :attr:`_process`, whatever its start comes to),
+        under this object's log, timeouts and (unless ``name``) name."""
+        self._process = OwnedProcess(
+            name or self.name,
             argv,
             log_path=self.log_path,
             probe=probe,
@@ -79,7 +86,9 @@ class Incarnations(Service):
             stop_timeout=self.stop_timeout,
             env=env,
             stdout_pipe=stdout_pipe,
+            poll_interval=poll_interval,
         )
+        return self._process
 
     async def _run(self) -> None:
         raise NotImplementedError
@@ -102,10 +111,28 @@ class Incarnations(Service):
             await self._run()
 
         try:
-            await start_on_free_ports(on_fresh_ports)
+            await start_on_free_ports(on_fresh_ports, port_taken=self._port_taken)
         except BaseException:
             self._ports = ()
             raise
+
+    async def stop(self) -> int | None:
+        """SIGTERM (the program drains), SIGKILL after the stop timeout; the exit code."""
+        return await self._end(OwnedProcess.stop)
+
+    async def kill(self) -> int | None:
+        """SIGKILL to the process group (a crash: no drain, no goodbye); the exit code."""
+        return await self._end(OwnedProcess.kill)
+
+    async def _end(self, how: Callable[[OwnedProcess], Awaitable[int | None]]) -> int | None:
+        process, self._process = self._process, None
+        try:
+            return await how(process) if process is not None else None
+        finally:
+            await self._ended()
+
+    async def _ended(self) -> None:
+        """After a run ended (or none was running): collect what it left behind."""
 
     async def restart(self) -> None:
         await self.stop()
@@ -116,8 +143,8 @@ class CountingIncarnations(Incarnations):
     """Incarnations whose Prometheus counters are read over all of them: the last scrape of
     each is kept (a new one starts its counters at 0), and a metric is their sum.
 
-    A subclass appends ``[]`` to :attr:`_scraped` once an incarnation is ready, scrapes
-    (:meth:`_scrape`) before it stops one, and names its ``/metrics`` (:meth:`_metrics_url`).
+    A subclass appends ``[]`` to :attr:`_scraped` once an incarnation is ready and names
+    its ``/metrics`` (:meth:`_metrics_url`); :meth:`stop` scrapes first.
     """
 
     _scraped: list[list[Sample]]
@@ -129,8 +156,10 @@ class CountingIncarnations(Incarnations):
 
     async def _scrape(self) -> None:
         """Refresh the running incarnation's samples (kept when scraping fails)."""
+        if self._session is None or not self.running or not self._scraped:
+            return
         url = self._metrics_url()
-        if url is None or self._session is None or not self.running or not self._scraped:
+        if url is None:
             return
         try:
             async with self._session.get(url) as response:
@@ -140,6 +169,11 @@ class CountingIncarnations(Incarnations):
             return
         if response.status == 200:
             self._scraped[-1] = parse_samples(text)
+
+    async def stop(self) -> int | None:
+        """Scrape (the counters survive the incarnation), then stop it."""
+        await self._scrape()
+        return await super().stop()
 
     async def read_metric(self, name: str, labels: Mapping[str, str] | None = None) -> float:
         """A metric now: the series whose labels include ``labels``, summed, over every

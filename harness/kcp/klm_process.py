@@ -139,24 +139,10 @@ class KlmProcess(CountingIncarnations):
         process = self._incarnation(self.argv(), probe, self.env)
         self.records.append(process.record)
         await process.start()
-        self._process = process
         self._scraped.append([])
 
-    async def stop(self) -> None:
-        """Scrape the counters, then SIGTERM (controller-runtime drains its queues)."""
-        if self._process is not None:
-            await self._scrape()
-            process, self._process = self._process, None
-            await process.stop()
+    async def _ended(self) -> None:
         self._consume()  # the last lines the incarnation wrote
-
-    async def kill(self) -> None:
-        """SIGKILL: the process gets no chance to drain (as a crashed pod)."""
-        if self._process is None:
-            return
-        process, self._process = self._process, None
-        await process.kill()
-        self._consume()
 
     def _consume(self) -> None:
         for line in self._follower.read():

@@ -161,9 +161,8 @@ class ListenerProcess(EventCounts, CountingIncarnations):
         try:
             await process.wait_ready()
         except BaseException:
-            await self._stop(process)
+            await self._end(OwnedProcess.stop)
             raise
-        self._process = process
         self._scraped.append([])
 
     def _probe(self, session: aiohttp.ClientSession) -> Probe:
@@ -181,20 +180,10 @@ class ListenerProcess(EventCounts, CountingIncarnations):
             else:
                 yield event
 
-    async def stop(self) -> None:
-        """Scrape (counters survive the incarnation), SIGTERM, hand over what it printed."""
-        if self._process is None:
-            return
-        await self._scrape()
-        process, self._process = self._process, None
-        await self._stop(process)
-
-    async def _stop(self, process: OwnedProcess) -> None:
+    async def _ended(self) -> None:
+        """Hand over what the incarnation printed."""
         reader, self._reader = self._reader, None
-        try:
-            await process.stop()
-        finally:
-            await drain(reader, self.stop_timeout, f"listener {self.component}")
+        await drain(reader, self.stop_timeout, f"listener {self.component}")
 
     def _metrics_url(self) -> str | None:
         if self.serves_tls:

@@ -196,7 +196,6 @@ class WebhookProcess(Incarnations):
             argv = [webhook_executable()]
             probe = probes.readyz_probe(self._session, self.metrics_url)
         process = self._incarnation(argv, probe, env)
-        self._process = process
         self.records.append(process.record)
         await process.start()
 
@@ -223,16 +222,6 @@ class WebhookProcess(Incarnations):
         context.verify_mode = ssl.CERT_NONE
         url = f"https://{ports.LOOPBACK}:{self.webhook_port}/"
         return probes.http_probe(self._session, url, lambda _s, _b: True, ssl_context=context)
-
-    async def stop(self) -> int | None:
-        """SIGTERM (the webhook drains its queue), then SIGKILL after the stop timeout."""
-        process, self._process = self._process, None
-        return await process.stop() if process is not None else None
-
-    async def kill(self) -> int | None:
-        """SIGKILL to the process group (a crash: no drain, no goodbye); returns its exit code."""
-        process, self._process = self._process, None
-        return await process.kill() if process is not None else None
 
     async def restart(self) -> None:
         """Stop, then start on the same ports (a rotation restarts a bring-your-own webhook

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import json
 import shutil
@@ -24,9 +25,9 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from harness.aio import Service
 from harness.clusters import ports
-from harness.clusters.process import OwnedProcess, ProcessRecord, with_log_tail
+from harness.clusters.incarnations import Incarnations
+from harness.clusters.process import ProcessRecord, with_log_tail
 from harness.kcp.gateway.envoy_admin import EnvoyAdmin, GatewayCounters, gateway_counters
 from harness.kcp.gateway.envoy_process import EnvoyCommand, PortTaken, probe_listener, start_envoy
 from harness.kcp.gateway.errors import GatewayConfigError, GatewayError
@@ -107,9 +108,12 @@ class GatewaySpec:
         return dataclasses.replace(self, tls=tls)
 
 
-class EnvoyGateway(Service):
+class EnvoyGateway(Incarnations):
     """``async with EnvoyGateway(tls) as gateway:`` — everything answers 404 until
-    :meth:`update`; ports default to free ones (picked again if taken before the bind)."""
+    :meth:`update`; ports (listener, admin) default to free ones (picked again if taken
+    before the bind)."""
+
+    error = GatewayError
 
     def __init__(
         self,
@@ -137,16 +141,12 @@ class EnvoyGateway(Service):
         self._command = EnvoyCommand(envoy, drain_time_s, concurrency, log_level)
         self._log_dir = log_dir
         self._access_log = access_log
-        self._ready_timeout = ready_timeout
+        self.ready_timeout = ready_timeout
         self._apply_timeout = apply_timeout
-        self._stop_timeout = stop_timeout
+        self.stop_timeout = stop_timeout
         self._lock = asyncio.Lock()
         self._xds_files: XdsFiles | None = None
         self._tmp: Path | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._process: OwnedProcess | None = None
-        self._port = 0
-        self._admin_port = 0
         self._spec = GatewaySpec(name, tls, cluster_settings)
         self._applied: EnvoyConfig | None = None
         self._tls_generations = itertools.count(1)
@@ -161,7 +161,7 @@ class EnvoyGateway(Service):
 
     @property
     def port(self) -> int:
-        return self._started(self._port)
+        return self._port(0)
 
     @property
     def tls(self) -> TlsFiles:
@@ -173,7 +173,7 @@ class EnvoyGateway(Service):
 
     @property
     def admin_url(self) -> str:
-        return f"http://{ports.LOOPBACK}:{self._admin_port}"
+        return f"http://{ports.LOOPBACK}:{self._port(1)}"
 
     @property
     def record(self) -> ProcessRecord:
@@ -181,21 +181,9 @@ class EnvoyGateway(Service):
         return self._started(self.records)[-1]
 
     @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None and self._process.running else None
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.running
-
-    @property
     def directory(self) -> Path:
         """The temp dir this gateway owns (bootstrap, xDS files); deleted on exit."""
         return self._started(self._tmp)
-
-    @property
-    def log_path(self) -> Path:
-        return (self._log_dir or self.directory) / f"{self.name}.log"
 
     @property
     def config(self) -> EnvoyConfig | None:
@@ -212,37 +200,32 @@ class EnvoyGateway(Service):
 
     async def start(self) -> None:
         """Ready once Envoy serves; a later call restarts it on the same ports and files."""
-        if self.running:
-            raise GatewayError(f"{self.name} is already running (pid {self.pid})")
-        if self._session is not None:
-            await self._run()
-            return
-        self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
-        self.stack.callback(shutil.rmtree, self._tmp, ignore_errors=True)
-        self._xds_files = XdsFiles(
-            name=self.name,
-            layout=self._layout(),
-            listener=self._gateway_listener,
-            admin=lambda: self.admin,
-            timeout=self._apply_timeout,
-            error=self._error,
-        )
-        self.stack.callback(setattr, self, "_session", None)
-        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
-        self._session = await self.stack.enter_async_context(session)
+        if self._session is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+            self.stack.callback(shutil.rmtree, self._tmp, ignore_errors=True)
+            self.log_path = (self._log_dir or self._tmp) / f"{self.name}.log"
+            self._xds_files = XdsFiles(
+                name=self.name,
+                layout=self._layout(),
+                listener=self._gateway_listener,
+                admin=lambda: self.admin,
+                timeout=self._apply_timeout,
+                error=self._error,
+            )
+        await super().start()
+
+    def _fresh_ports(self) -> tuple[int, int]:
+        """The given ports, else free ones; the files that name them are written anew."""
         port, admin_port = self._fixed_ports
-
-        async def on_picked_ports() -> None:
-            self._port = port or ports.free_port(self.listen_address)
-            self._admin_port = admin_port or ports.free_port()
-            self._write_initial_files()
-            await self._run()
-
-        await ports.start_on_free_ports(
-            on_picked_ports,
-            attempts=1 if port and admin_port else ports.PORT_ATTEMPTS,
-            port_taken=lambda exc: isinstance(exc, PortTaken),
+        self._ports = (
+            port or ports.free_port(self.listen_address),
+            admin_port or ports.free_port(),
         )
+        self._write_initial_files()
+        return self._ports
+
+    def _port_taken(self, exc: Exception) -> bool:
+        return isinstance(exc, PortTaken) and not all(self._fixed_ports)
 
     def _layout(self) -> XdsLayout:
         return XdsLayout(str(self.directory / "xds"))
@@ -252,7 +235,7 @@ class EnvoyGateway(Service):
         if self._access_log:
             access_log = str((self._log_dir or self.directory) / f"{self.name}-access.log")
         return GatewayListener(
-            port=self._port,
+            port=self._port(0),
             tls=tls or self.tls,
             access_log_path=access_log,
             address=self.listen_address,
@@ -264,34 +247,15 @@ class EnvoyGateway(Service):
         config = self._render(self._spec)
         self._xds.write_unconfirmed(None, config)
         self._applied = config
-        bootstrap = render_bootstrap(layout, admin_port=self._admin_port, node_id=self.name)
+        bootstrap = render_bootstrap(layout, admin_port=self._port(1), node_id=self.name)
         write_atomic(self.directory / "bootstrap.json", json.dumps(bootstrap).encode())
 
     async def _run(self) -> None:
-        process = OwnedProcess(
-            self.name,
-            self._command.argv(self.directory / "bootstrap.json"),
-            log_path=self.log_path,
-            probe=lambda: probe_listener(self.admin, self.listen_address, self._port),
-            ready_timeout=self._ready_timeout,
-            poll_interval=0.01,
-            stop_timeout=self._stop_timeout,
-        )
-        self._process = process
+        argv = self._command.argv(self.directory / "bootstrap.json")
+        probe = functools.partial(probe_listener, self.admin, self.listen_address, self.port)
+        process = self._incarnation(argv, probe, None, poll_interval=0.01)
         self.records.append(process.record)
         await start_envoy(process, self._error)
-
-    async def stop(self) -> int | None:
-        """Files stay for :meth:`start`."""
-        return await self._process.stop() if self._process is not None else None
-
-    async def kill(self) -> int | None:
-        """SIGKILL, as a crashed gateway."""
-        return await self._process.kill() if self.running and self._process else None
-
-    async def restart(self) -> None:
-        await self.stop()
-        await self.start()
 
     async def update(
         self,

@@ -22,13 +22,13 @@ from kubernetes_asyncio.client import ApiClient
 
 from harness.clusters import ports
 from harness.environment.compose import open_clusters
-from harness.environment.core import EnvironmentParts
 from harness.environment.events import EventLog
 from harness.environment.klm_platform import (
     CA_CERTIFICATE,
     watcher_ca_chain,
     watcher_gateway,
 )
+from harness.environment.parts import EnvironmentParts
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.spec import KLM_SERVICE, EnvironmentSpec
 from harness.environment.startup import istio_control_plane

@@ -12,15 +12,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio.client import ApiClient
-
-from harness.clusters.plane import Environment as Clusters
-from harness.environment.events import EventLog, FaultRecord, ObservedEvent
+from harness.environment.events import FaultRecord, ObservedEvent
 from harness.environment.inject import (
     act,
     apiserver_fault,
@@ -29,22 +24,18 @@ from harness.environment.inject import (
     listener_fault,
     named,
 )
-from harness.environment.manager_listeners import ListenerParts, add_listener
+from harness.environment.parts import EnvironmentParts
 from harness.environment.rotation import CertificateRotation
-from harness.environment.spec import SKR_KYMA_LABELS, EnvironmentSpec, Service, SkrSpec
+from harness.environment.spec import SKR_KYMA_LABELS, SkrSpec
 from harness.faults import Fault, FaultError, Part, PartFault
-from harness.kcp.gateway.envoy import EnvoyGateway
-from harness.kcp.gateway.mesh import GatewayMesh
 from harness.kcp.gateway.routes import (
-    ServiceRegistry,
-    VirtualServiceSync,
     wait_route,
 )
 from harness.kcp.klm_log import ReconcileHistory
 from harness.kcp.lifecycle_manager.manager import LifecycleManager
 from harness.kcp.lifecycle_manager.watcher_controller import WatcherController, valid_watcher
 from harness.kcp.lifecycle_manager.watcher_health import WatcherHealth
-from harness.kcp.listeners import Implementation, ManagerListener
+from harness.kcp.listeners import ManagerListener
 from harness.kube import (
     KYMAS,
     WATCHERS,
@@ -72,43 +63,6 @@ def probes_kyma(watcher: Watcher) -> bool:
         and watcher.spec.field == "spec"
         and all(SKR_KYMA_LABELS.get(k) == v for k, v in labels.items())
     )
-
-
-@dataclass(kw_only=True)
-class EnvironmentParts:
-    """What an environment around our KLM and one around a KLM process both hold: the
-    clusters, the gateway with Istio's routing, the listeners and what they accepted."""
-
-    spec: EnvironmentSpec
-    clusters: Clusters
-    kcp_api: ApiClient
-    skr_apis: dict[str, ApiClient]
-    gateway: EnvoyGateway
-    registry: ServiceRegistry
-    sync: VirtualServiceSync
-    workdir: Path
-    stack: AsyncExitStack
-    log: EventLog = field(default_factory=EventLog)
-    listeners: dict[str, ManagerListener] = field(default_factory=dict)
-    """Managers' listeners by component."""
-    mesh: GatewayMesh | None = None
-    """Gateway → listener mTLS (``None``: plain HTTP, ``upstream_mtls=False``)."""
-
-    @property
-    def events(self) -> list[ObservedEvent]:
-        """Every event accepted by every listener, in arrival order (append-only)."""
-        return self.log.events
-
-    async def add_listener(
-        self, component: str, service: Service, implementation: Implementation = "ours"
-    ) -> ManagerListener:
-        """Another manager's listener behind the gateway (:func:`~harness.environment
-        .manager_listeners.add_listener`); stopped with the environment."""
-        log_dir = self.spec.log_dir or self.workdir
-        parts = ListenerParts(
-            self.stack, self.log, self.registry, self.gateway, self.listeners, log_dir, self.mesh
-        )
-        return await add_listener(parts, component, service, implementation)
 
 
 @dataclass(kw_only=True)
@@ -316,10 +270,4 @@ class WatcherEnvironment(EnvironmentParts):
         return record
 
 
-__all__ = [
-    "KCP_NAMESPACE",
-    "SKR_NAMESPACE",
-    "EnvironmentParts",
-    "WatcherEnvironment",
-    "probes_kyma",
-]
+__all__ = ["KCP_NAMESPACE", "SKR_NAMESPACE", "WatcherEnvironment", "probes_kyma"]

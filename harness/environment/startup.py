@@ -21,7 +21,7 @@ from harness.aio import spawn, stop_tasks
 from harness.clusters.plane import Environment as Clusters
 from harness.environment.core import WatcherEnvironment
 from harness.environment.hosting import in_cluster, skr_installation
-from harness.environment.manager_listeners import behind_gateway
+from harness.environment.parts import behind_gateway
 from harness.environment.provisioning import provision, wait_kymas_ready
 from harness.environment.reconcile_log import capture_reconciles
 from harness.environment.spec import KLM_COMPONENT, KLM_SERVICE, EnvironmentSpec
